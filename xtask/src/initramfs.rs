@@ -130,6 +130,7 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
         Variant::Full => build_guest_tools(cache)?,
         Variant::Minimal => GuestBuild::default(),
     };
+    let full = variant == Variant::Full;
     let dir = cache.initramfs();
     let root = dir.join(format!("{name}.root"));
     fsutil::remove_dir_all_if_exists(&root)?;
@@ -145,16 +146,12 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
 
     install_busybox(&root)?;
     let mut libs = BTreeSet::new();
-    let host_tools = match variant {
-        Variant::Full => HOST_TOOLS,
-        Variant::Minimal => &[],
-    };
-    for tool in host_tools {
+    for tool in HOST_TOOLS.iter().filter(|_| full) {
         let path = find_host_tool(tool)?;
         copy_executable(&path, &root.join("usr/bin").join(tool))?;
         libs.extend(shared_libraries(&path)?);
     }
-    if variant == Variant::Full {
+    if full {
         fsutil::copy(
             Path::new(RXE_DRIVER_CONF),
             &root.join(&RXE_DRIVER_CONF[1..]),
@@ -174,7 +171,7 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
                 .filter(|lib| lib.file_name() != Some(GUEST_C_LIBRARY.as_ref())),
         );
     }
-    if variant == Variant::Full {
+    if full {
         guest_python::install(&root, cache, &mut libs)?;
     }
     if let Some(library) = &guest.c_library {
