@@ -112,6 +112,23 @@ fn make(tools: &Toolchain, src: &Path, build_dir: &Path) -> Command {
     cmd
 }
 
+/// `make TARGET` (see [`make`]), logged to `log`.
+fn make_target(
+    tools: &Toolchain,
+    source: &KernelSource,
+    dir: &Path,
+    target: &str,
+    log: &Path,
+) -> Result<()> {
+    let label = format!("make {target}");
+    run_logged(
+        make(tools, &source.dir, dir).arg(target),
+        log,
+        &label,
+        &|_| false,
+    )
+}
+
 /// Regenerates `.config` when the fragments, the kernel version or the
 /// series' Kconfig files changed, then checks that every fragment line stuck.
 fn configure(
@@ -152,13 +169,7 @@ fn configure(
         );
     }
 
-    run_logged(
-        make(tools, &source.dir, build_dir).arg("rustavailable"),
-        &log,
-        "make rustavailable",
-        &|_| false,
-    )
-    .with_context(|| {
+    make_target(tools, source, build_dir, "rustavailable", &log).with_context(|| {
         format!(
             "Rust is not available for the kernel build; `make LLVM=1 rustavailable` \
              explains why in {}",
@@ -176,12 +187,8 @@ pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<PathBu
     let tools = prereqs::ensure(cache, &[])?;
     let source = source::prepare(cache, kernel_src)?;
     let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
-    run_logged(
-        make(&tools, &source.dir, &build_dir).arg("headers"),
-        &cache.logs().join("headers.log"),
-        "make headers",
-        &|_| false,
-    )?;
+    let log = cache.logs().join("headers.log");
+    make_target(&tools, &source, &build_dir, "headers", &log)?;
     Ok(build_dir.join("usr/include"))
 }
 
@@ -475,13 +482,7 @@ fn regenerate_config(
     fragments: &[PathBuf],
     log: &Path,
 ) -> Result<bool> {
-    let quiet = |_: &str| false;
-    run_logged(
-        make(tools, &source.dir, scratch).arg("tinyconfig"),
-        log,
-        "make tinyconfig",
-        &quiet,
-    )?;
+    make_target(tools, source, scratch, "tinyconfig", log)?;
     merge_onto(tools, source, scratch, fragments, log)?;
     let fresh = fsutil::read_to_string(&scratch.join(".config"))?;
     let config = build_dir.join(".config");
@@ -489,12 +490,7 @@ fn regenerate_config(
         return Ok(false);
     }
     fsutil::write(&config, &fresh)?;
-    run_logged(
-        make(tools, &source.dir, build_dir).arg("olddefconfig"),
-        log,
-        "make olddefconfig",
-        &quiet,
-    )?;
+    make_target(tools, source, build_dir, "olddefconfig", log)?;
     Ok(true)
 }
 
@@ -507,7 +503,6 @@ fn merge_onto(
     fragments: &[PathBuf],
     log: &Path,
 ) -> Result<()> {
-    let quiet = |_: &str| false;
     let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
     merge
         .current_dir(dir)
@@ -515,13 +510,8 @@ fn merge_onto(
         .arg(dir)
         .arg(dir.join(".config"))
         .args(fragments);
-    run_logged(&mut merge, log, "merge_config.sh", &quiet)?;
-    run_logged(
-        make(tools, &source.dir, dir).arg("olddefconfig"),
-        log,
-        "make olddefconfig",
-        &quiet,
-    )
+    run_logged(&mut merge, log, "merge_config.sh", &|_| false)?;
+    make_target(tools, source, dir, "olddefconfig", log)
 }
 
 /// Debian's kernel configurations for 6.12, one xz file per flavour.
