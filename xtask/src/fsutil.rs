@@ -162,6 +162,20 @@ pub fn walk(dir: &Path, every_entry: bool) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+/// Every `.rs` file under `dir`, by its path below `dir`, and its text.
+pub fn read_rust_sources(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    let rust = walk_files(dir)?
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"));
+    rust.map(|file| {
+        Ok((
+            file.to_string_lossy().into_owned(),
+            read_to_string(&dir.join(&file))?,
+        ))
+    })
+    .collect()
+}
+
 /// Follows a file that keeps growing (a VM's console log): each call of
 /// [`LogFollower::new_lines`] returns the complete lines added since the
 /// last one.

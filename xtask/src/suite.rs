@@ -331,14 +331,8 @@ fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()>
     let source = repo_root().join(lockdep::LOCK_ORDER_SOURCE);
     let text = std::fs::read_to_string(&source)
         .with_context(|| format!("reading {}", source.display()))?;
-    let kernel = repo_root().join("rust-lite");
-    let mut sources = Vec::new();
-    for file in fsutil::walk_files(&kernel)? {
-        if file.extension().is_some_and(|e| e == "rs") {
-            sources.push(fsutil::read_to_string(&kernel.join(file))?);
-        }
-    }
-    let condvars = lockdep::condvar_classes(sources.iter().map(String::as_str));
+    let sources = fsutil::read_rust_sources(&repo_root().join("rust-lite"))?;
+    let condvars = lockdep::condvar_classes(sources.values().map(String::as_str));
     let problems = lockdep::problems(&lockdep::documented(&text), seen, &condvars);
     for problem in &problems {
         ui::say(&format!("    {problem}"));
