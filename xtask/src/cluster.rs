@@ -60,15 +60,10 @@ pub fn second_ip(i: usize) -> String {
 /// What [`second_ip`] adds to a node's number.
 const SECOND_IP_OFFSET: usize = 100;
 
-/// The tap device of node `i` (from 1) in the cluster's namespace behind
-/// its first NIC (`eth0`).
-pub fn tap_name(i: usize) -> String {
-    format!("tap{i}")
-}
-
-/// The tap devices of node `i`'s NICs (`eth0`, `eth1`), both on the bridge.
+/// The tap devices, in the cluster's namespace and both on its bridge,
+/// behind node `i`'s NICs (`eth0`, `eth1`).
 pub fn tap_names(i: usize) -> [String; 2] {
-    [tap_name(i), format!("tap{i}b")]
+    [format!("tap{i}"), format!("tap{i}b")]
 }
 
 /// Builds the host cluster manager; returns the `lite-cm` binary.
@@ -878,7 +873,7 @@ mod tests {
         let spec = spec(Path::new("/logs"), &no_extra);
         let vm = vm(&spec, 2, &spec.roles[1], "node2");
         let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
-        assert_eq!(tap, tap_name(2));
+        assert_eq!([tap.as_str(), "tap2b"], tap_names(2));
         // The namespace's own set-up goes through the same command.
         let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
         let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));

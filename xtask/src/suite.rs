@@ -248,12 +248,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         3,
         "debug kernel build, and the selftests against its headers",
         || {
-            kernel = Some(kernel::image(
-                &cache,
-                Flavour::Debug,
-                kernel_src,
-                kernel_image,
-            )?);
+            let image = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
+            kernel = Some(image);
             selftest = Some(build_selftest(&cache, kernel_src, &logs)?);
             Ok(())
         },
