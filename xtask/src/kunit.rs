@@ -102,16 +102,9 @@ impl Report {
             }
             if depth == 0 {
                 if let Some((outcome, name)) = result_line(content) {
-                    let idx = match open.take() {
-                        Some(i)
-                            if report.suites[i].name == name
-                                || report.suites[i].name.is_empty() =>
-                        {
-                            i
-                        }
-                        // A suite that failed before printing any case.
-                        _ => report.new_suite(),
-                    };
+                    // A new suite if it failed before printing any case.
+                    let fits = |s: &Suite| s.name == name || s.name.is_empty();
+                    let idx = report.open_or_new(open.take(), fits);
                     let suite = &mut report.suites[idx];
                     suite.name = name;
                     suite.result = Some(outcome);
@@ -135,15 +128,7 @@ impl Report {
                     continue;
                 }
                 if let Some(name) = content.strip_prefix("# Subtest:") {
-                    let idx = match open {
-                        Some(i)
-                            if report.suites[i].name.is_empty()
-                                && report.suites[i].cases.is_empty() =>
-                        {
-                            i
-                        }
-                        _ => report.new_suite(),
-                    };
+                    let idx = report.open_or_new(open, |s| s.name.is_empty() && s.cases.is_empty());
                     report.suites[idx].name = name.trim().to_string();
                     open = Some(idx);
                     continue;
@@ -179,6 +164,14 @@ impl Report {
     fn new_suite(&mut self) -> usize {
         self.suites.push(Suite::default());
         self.suites.len() - 1
+    }
+
+    /// The index of the `open` suite if it `fits`, else of a new one.
+    fn open_or_new(&mut self, open: Option<usize>, fits: impl Fn(&Suite) -> bool) -> usize {
+        match open {
+            Some(i) if fits(&self.suites[i]) => i,
+            _ => self.new_suite(),
+        }
     }
 
     /// Passed cases over all suites.
