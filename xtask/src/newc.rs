@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -111,15 +112,21 @@ pub fn with_directories(files: &[(String, Vec<u8>)], file_mode: u32) -> Vec<Entr
         .collect()
 }
 
-/// Appends the archive in the file `archive` to the initrd `initrd` (see
-/// [`append`]).
-pub fn append_file(initrd: &Path, archive: &Path) -> Result<()> {
-    let bytes = fs::read(archive).with_context(|| format!("cannot read {}", archive.display()))?;
-    append(initrd, &bytes)
+/// Makes `initrd` the initrd `base` followed by `archives`, each as
+/// [`appended`] lays it out; the copy is made readable by its owner only
+/// before anything (a secret, a private program) is appended.
+pub fn extend(base: &Path, initrd: &Path, archives: &[&[u8]]) -> Result<()> {
+    fs::copy(base, initrd)
+        .with_context(|| format!("cannot copy {} to {}", base.display(), initrd.display()))?;
+    fs::set_permissions(initrd, fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", initrd.display()))?;
+    archives
+        .iter()
+        .try_for_each(|archive| append(initrd, archive))
 }
 
 /// Appends `archive` to the initrd `initrd` as [`appended`] lays it out.
-pub fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
+fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
     let len = fs::metadata(initrd)
         .with_context(|| format!("cannot stat {}", initrd.display()))?
         .len();

@@ -427,8 +427,9 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
         let with_modules = logs.join("kunit-initrd.cpio");
-        fsutil::copy(&initrd, &with_modules)?;
-        newc::append_file(&with_modules, &modules)?;
+        let modules =
+            std::fs::read(&modules).with_context(|| format!("reading {}", modules.display()))?;
+        newc::extend(&initrd, &with_modules, &[&modules])?;
         initrd = with_modules;
     }
     let serial_log = logs.join("kunit.log");

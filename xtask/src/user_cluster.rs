@@ -570,11 +570,7 @@ impl InitrdWithProgram {
         let initrd = Self {
             dir: TempDir::private("lite-exec")?,
         };
-        let path = initrd.path();
-        fs::copy(initramfs, &path).with_context(|| {
-            format!("cannot copy {} to {}", initramfs.display(), path.display())
-        })?;
-        newc::append(&path, &archive.bytes())?;
+        newc::extend(initramfs, &initrd.path(), &[&archive.bytes()])?;
         Ok(initrd)
     }
 
