@@ -586,13 +586,11 @@ mod tests {
 
     #[test]
     fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
+        let params = "lite.env=LITE_CM_ADDRESS=10.77.0.254:18500 \
+                      lite.env=LITE_NODE_ADDRESS=10.77.0.2 lite.env=LITE_NODES=3";
         assert_eq!(
             environment_params(2, 3),
-            [
-                "lite.env=LITE_CM_ADDRESS=10.77.0.254:18500",
-                "lite.env=LITE_NODE_ADDRESS=10.77.0.2",
-                "lite.env=LITE_NODES=3"
-            ]
+            params.split(' ').collect::<Vec<_>>()
         );
         for param in environment_params(1, 32) {
             assert!(!param.contains(char::is_whitespace), "{param}");
