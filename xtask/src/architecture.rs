@@ -14,8 +14,6 @@
 #![cfg(test)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::Path;
 
 use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 
@@ -38,22 +36,6 @@ const CRATE_ROOT: &str = "lite_main.rs";
 /// For each file, the other files it uses items from, each with the first
 /// line that uses it.
 pub(crate) type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
-
-/// Reads every `.rs` file under `dir`, keyed by its path below `dir`.
-pub(crate) fn read_sources(dir: &Path) -> BTreeMap<FileName, String> {
-    let files = crate::fsutil::walk_files(dir);
-    let files = files.unwrap_or_else(|e| panic!("cannot read {}: {e:#}", dir.display()));
-    let rust = files
-        .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "rs"));
-    rust.map(|file| {
-        let path = dir.join(&file);
-        let text = fs::read_to_string(&path);
-        let text = text.unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        (file.to_string_lossy().into_owned(), text)
-    })
-    .collect()
-}
 
 /// A token of code and the 1-based line it is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -369,7 +351,8 @@ mod tests {
 
     /// The internal unit's sources in this checkout.
     fn internal_sources() -> BTreeMap<FileName, String> {
-        let sources = read_sources(&repo_root().join(INTERNAL_DIR));
+        let sources = crate::fsutil::read_rust_sources(&repo_root().join(INTERNAL_DIR));
+        let sources = sources.expect("the internal unit's sources");
         let has_root = sources.contains_key("mod.rs");
         assert!(has_root, "{INTERNAL_DIR}/mod.rs is missing");
         sources

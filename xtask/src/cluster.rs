@@ -1,25 +1,14 @@
 //! A cluster of QEMU VMs on a private bridge, with LITE's cluster manager.
 //!
 //! Each run creates a network namespace `lite-<pid>` holding a bridge
-//! `br0` (10.77.0.254/24) and two tap devices per VM. QEMU and the cluster
-//! manager run inside that namespace, so nothing the guests send can leave
-//! it. Node `i` (from 1) is 10.77.0.i on `eth0`, behind `tap<i>`
-//! ([`tap_names`]), with the MAC address [`qemu::mac`]`(i, 0)`; its second
-//! NIC, `eth1`, stays down unless a test gives it [`second_ip`] for a
-//! second RDMA device. A node's VM can be booted again
-//! ([`Nodes::restart_node`]) with the same address, MAC and tap, so that
-//! to the cluster it is the same machine rebooted, and its link can be
-//! taken down and up again ([`Cluster::set_link`]), as in a network
-//! partition. Every VM serves QMP on a socket in a private directory of
-//! the cluster's, through which the harness can pause it
-//! ([`Cluster::monitor`]). [`Cluster`]'s `Drop`
-//! kills QEMU and the manager and deletes the namespace, also after errors
-//! and Ctrl-C.
-//!
-//! Every cluster has a fresh secret that the manager and the nodes prove
-//! to each other ([`ClusterSecretFiles`]): the manager reads it from a
-//! private file, the VMs boot an initrd that holds it (the cached
-//! initramfs and a small archive appended), also when booted again.
+//! `br0` ([`MANAGER_IP`]/24) and two tap devices per VM ([`tap_names`]);
+//! QEMU and the manager run inside it, so nothing the guests send can
+//! leave it. Node `i` (from 1) is [`node_ip`]`(i)` on `eth0`; everything
+//! that makes it the same machine depends on `i` alone ([`node_vm`]), so
+//! that its VM can be booted again ([`Nodes::restart_node`]). Every
+//! cluster has a fresh secret ([`ClusterSecretFiles`]) that the manager
+//! and the nodes prove to each other. [`Cluster`]'s `Drop` kills QEMU and
+//! the manager and deletes the namespace, also after errors and Ctrl-C.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -71,15 +60,10 @@ pub fn second_ip(i: usize) -> String {
 /// What [`second_ip`] adds to a node's number.
 const SECOND_IP_OFFSET: usize = 100;
 
-/// The tap device of node `i` (from 1) in the cluster's namespace behind
-/// its first NIC (`eth0`).
-pub fn tap_name(i: usize) -> String {
-    format!("tap{i}")
-}
-
-/// The tap devices of node `i`'s NICs (`eth0`, `eth1`), both on the bridge.
+/// The tap devices, in the cluster's namespace and both on its bridge,
+/// behind node `i`'s NICs (`eth0`, `eth1`).
 pub fn tap_names(i: usize) -> [String; 2] {
-    [tap_name(i), format!("tap{i}b")]
+    [format!("tap{i}"), format!("tap{i}b")]
 }
 
 /// Builds the host cluster manager; returns the `lite-cm` binary.
@@ -87,12 +71,9 @@ pub fn build_manager(cache: &Cache) -> Result<PathBuf> {
     let log = cache.logs().join("cluster-manager.log");
     let _ = std::fs::remove_file(&log);
     run_logged(
-        process::cargo().current_dir(repo_root()).args([
-            "build",
-            "--release",
-            "-p",
-            "lite-cluster-manager",
-        ]),
+        process::cargo()
+            .current_dir(repo_root())
+            .args("build --release -p lite-cluster-manager".split(' ')),
         &log,
         "cargo build -p lite-cluster-manager",
         &|l| l.trim_start().starts_with("Compiling"),
@@ -280,27 +261,18 @@ impl Cluster {
             .collect()
     }
 
-    /// Node `i` (from 1).
-    fn vm(&self, i: usize) -> Result<&Vm> {
-        match i.checked_sub(1).and_then(|index| self.vms.get(index)) {
-            Some(vm) => Ok(vm),
-            None => bail!("the cluster has no node {i}"),
-        }
-    }
-
-    /// Node `i` (from 1), mutably.
-    fn vm_mut(&mut self, i: usize) -> Result<&mut Vm> {
-        match i.checked_sub(1).and_then(|index| self.vms.get_mut(index)) {
-            Some(vm) => Ok(vm),
-            None => bail!("the cluster has no node {i}"),
-        }
+    /// The index in `vms` of node `i` (from 1).
+    fn index(&self, i: usize) -> Result<usize> {
+        (i.checked_sub(1).filter(|&index| index < self.vms.len()))
+            .with_context(|| format!("the cluster has no node {i}"))
     }
 
     /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
     /// (see [`Vm::kill_as_failure`]); [`Cluster::wait`] then waits for the
     /// others only. False if the node had already exited by itself.
     pub fn kill_node(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.kill_as_failure())
+        let index = self.index(i)?;
+        Ok(self.vms[index].kill_as_failure())
     }
 
     /// Takes node `i`'s network link down (`up` false) or brings it up
@@ -308,7 +280,7 @@ impl Cluster {
     /// manager nor any other node while its VM and NIC run on, as in a
     /// network partition. Returns the first tap's name.
     pub fn set_link(&self, i: usize, up: bool) -> Result<String> {
-        self.vm(i)?;
+        self.index(i)?;
         let Some(netns) = &self.netns else {
             bail!("the cluster has no network namespace");
         };
@@ -321,7 +293,7 @@ impl Cluster {
     /// A QMP connection to node `i`'s VM, each read and write of which is
     /// bounded by `timeout` (as is the wait for its socket).
     pub fn monitor(&self, i: usize, timeout: Duration) -> Result<Monitor> {
-        let vm = self.vm(i)?;
+        let vm = &self.vms[self.index(i)?];
         let Some(socket) = &vm.qmp_socket else {
             bail!("{} has no QMP socket", vm.name);
         };
@@ -352,7 +324,11 @@ pub trait Nodes {
     /// node runs.
     fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
     /// Node names and their serial logs, in node order.
-    fn node_logs(&self) -> Vec<(String, PathBuf)>;
+    fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        (1..=self.nodes())
+            .filter_map(|i| self.node_log(i).ok())
+            .collect()
+    }
     /// Whether node `i`'s QEMU has exited.
     fn node_exited(&mut self, i: usize) -> Result<bool>;
     /// Writes `command` and a line end to the manager's standard input.
@@ -376,16 +352,13 @@ impl Nodes for Cluster {
     }
 
     fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        let vm = self.vm(i)?;
+        let vm = &self.vms[self.index(i)?];
         Ok((vm.name.clone(), vm.serial_log.clone()))
     }
 
-    fn node_logs(&self) -> Vec<(String, PathBuf)> {
-        Cluster::node_logs(self)
-    }
-
     fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.exited())
+        let index = self.index(i)?;
+        Ok(self.vms[index].exited())
     }
 
     fn tell_manager(&mut self, command: &str) -> Result<()> {
@@ -415,7 +388,8 @@ impl Nodes for Cluster {
         );
         let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
         let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
-        *self.vm_mut(i)? = restarted;
+        let index = self.index(i)?;
+        self.vms[index] = restarted;
         Ok(())
     }
 
@@ -899,7 +873,7 @@ mod tests {
         let spec = spec(Path::new("/logs"), &no_extra);
         let vm = vm(&spec, 2, &spec.roles[1], "node2");
         let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
-        assert_eq!(tap, tap_name(2));
+        assert_eq!([tap.as_str(), "tap2b"], tap_names(2));
         // The namespace's own set-up goes through the same command.
         let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
         let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));

@@ -138,25 +138,42 @@ pub fn set_mtime(path: &Path, time: SystemTime) -> Result<()> {
 
 /// Every regular file under `dir`, as sorted paths relative to `dir`.
 pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    walk(dir, Path::new(""), &mut files)?;
-    files.sort();
-    Ok(files)
+    walk(dir, false)
 }
 
-fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let dir = root.join(rel);
-    for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let entry = entry?;
-        let rel = rel.join(entry.file_name());
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(root, &rel, out)?;
-        } else if kind.is_file() {
-            out.push(rel);
+/// Every entry under `dir` (files, directories, symlinks), or only every
+/// regular file, as sorted paths relative to `dir`.
+pub fn walk(dir: &Path, every_entry: bool) -> Result<Vec<PathBuf>> {
+    let (mut found, mut pending) = (Vec::new(), vec![PathBuf::new()]);
+    while let Some(rel) = pending.pop() {
+        let at = dir.join(&rel);
+        for entry in fs::read_dir(&at).with_context(|| format!("cannot list {}", at.display()))? {
+            let entry = entry?;
+            let (rel, kind) = (rel.join(entry.file_name()), entry.file_type()?);
+            if every_entry || kind.is_file() {
+                found.push(rel.clone());
+            }
+            if kind.is_dir() {
+                pending.push(rel);
+            }
         }
     }
-    Ok(())
+    found.sort();
+    Ok(found)
+}
+
+/// Every `.rs` file under `dir`, by its path below `dir`, and its text.
+pub fn read_rust_sources(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    let rust = walk_files(dir)?
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"));
+    rust.map(|file| {
+        Ok((
+            file.to_string_lossy().into_owned(),
+            read_to_string(&dir.join(&file))?,
+        ))
+    })
+    .collect()
 }
 
 /// Follows a file that keeps growing (a VM's console log): each call of

@@ -38,6 +38,21 @@ pub fn role_body(role: &str) -> &'static str {
         .unwrap_or_else(|| panic!("role {role} has no end"))]
 }
 
+/// Asserts that `text` holds every one of `needles`, each first found
+/// after the one before it.
+#[cfg(test)]
+pub fn assert_in_order(text: &str, needles: &[&str]) {
+    let at = |needle: &&str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in {text}"))
+    };
+    let places: Vec<usize> = needles.iter().map(at).collect();
+    assert!(
+        places.windows(2).all(|w| w[0] < w[1]),
+        "not in this order: {needles:?}"
+    );
+}
+
 /// Host programs the guest needs, by the names they are looked up with.
 pub(crate) const HOST_TOOLS: &[&str] = &[
     "rdma",
@@ -115,21 +130,11 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
         Variant::Full => build_guest_tools(cache)?,
         Variant::Minimal => GuestBuild::default(),
     };
+    let full = variant == Variant::Full;
     let dir = cache.initramfs();
     let root = dir.join(format!("{name}.root"));
     fsutil::remove_dir_all_if_exists(&root)?;
-    for sub in [
-        "bin",
-        "dev",
-        "etc",
-        "proc",
-        "root",
-        "sys",
-        "tmp",
-        "usr/bin",
-        "usr/lib",
-        "usr/lib64",
-    ] {
+    for sub in "bin dev etc proc root sys tmp usr/bin usr/lib usr/lib64".split(' ') {
         fs::create_dir_all(root.join(sub))?;
     }
     // Debian merged /usr: keep the same shape so the paths compiled into
@@ -141,16 +146,12 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
 
     install_busybox(&root)?;
     let mut libs = BTreeSet::new();
-    let host_tools = match variant {
-        Variant::Full => HOST_TOOLS,
-        Variant::Minimal => &[],
-    };
-    for tool in host_tools {
+    for tool in HOST_TOOLS.iter().filter(|_| full) {
         let path = find_host_tool(tool)?;
         copy_executable(&path, &root.join("usr/bin").join(tool))?;
         libs.extend(shared_libraries(&path)?);
     }
-    if variant == Variant::Full {
+    if full {
         fsutil::copy(
             Path::new(RXE_DRIVER_CONF),
             &root.join(&RXE_DRIVER_CONF[1..]),
@@ -170,7 +171,7 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
                 .filter(|lib| lib.file_name() != Some(GUEST_C_LIBRARY.as_ref())),
         );
     }
-    if variant == Variant::Full {
+    if full {
         guest_python::install(&root, cache, &mut libs)?;
     }
     if let Some(library) = &guest.c_library {
@@ -214,18 +215,8 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     run_logged(
         process::cargo()
             .current_dir(repo_root())
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "lite-tools",
-                "-p",
-                "lite-apps",
-                "-p",
-                "lite-compat",
-                "--target",
-                GUEST_TARGET,
-            ])
+            .args("build --release -p lite-tools -p lite-apps -p lite-compat --target".split(' '))
+            .arg(GUEST_TARGET)
             .arg("--target-dir")
             .arg(&target_dir)
             // Static binaries need no libraries in the guest. With an
@@ -363,10 +354,7 @@ pub(crate) fn copy_executable(from: &Path, to: &Path) -> Result<()> {
 
 /// `cpio -o -H newc | gzip` of `root`, entries sorted, owned by root.
 fn pack(root: &Path, image: &Path) -> Result<()> {
-    let mut entries = Vec::new();
-    list_entries(root, Path::new(""), &mut entries)?;
-    entries.sort();
-    let list: String = entries
+    let list: String = fsutil::walk(root, true)?
         .iter()
         .map(|p| format!("{}\n", p.display()))
         .collect();
@@ -398,21 +386,6 @@ fn pack(root: &Path, image: &Path) -> Result<()> {
         bail!("packing the initramfs failed (cpio: {cpio_status}, gzip: {gzip_status})");
     }
     fs::rename(&tmp, image).with_context(|| format!("cannot write {}", image.display()))
-}
-
-/// Every entry (files, directories, symlinks) below `root`, relative to it.
-fn list_entries(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let dir = root.join(rel);
-    for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let entry = entry?;
-        let rel = rel.join(entry.file_name());
-        let is_dir = entry.file_type()?.is_dir();
-        out.push(rel.clone());
-        if is_dir {
-            list_entries(root, &rel, out)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -471,17 +444,9 @@ mod tests {
         }
     }
 
-    /// Where init.sh has `text`.
-    fn at(text: &str) -> usize {
-        let found = INIT_SCRIPT.find(text);
-        found.unwrap_or_else(|| panic!("init.sh lacks {text:?}"))
-    }
-
     /// That init.sh has `texts`, in this order, all before the roles.
     fn before_the_roles(texts: &[&str]) {
-        let roles = ["case \"$run\" in"];
-        let places: Vec<usize> = texts.iter().chain(&roles).map(|t| at(t)).collect();
-        assert!(places.windows(2).all(|w| w[0] < w[1]), "{texts:?}");
+        assert_in_order(INIT_SCRIPT, &[texts, &["case \"$run\" in"]].concat());
     }
 
     #[test]

@@ -112,6 +112,23 @@ fn make(tools: &Toolchain, src: &Path, build_dir: &Path) -> Command {
     cmd
 }
 
+/// `make TARGET` (see [`make`]), logged to `log`.
+fn make_target(
+    tools: &Toolchain,
+    source: &KernelSource,
+    dir: &Path,
+    target: &str,
+    log: &Path,
+) -> Result<()> {
+    let label = format!("make {target}");
+    run_logged(
+        make(tools, &source.dir, dir).arg(target),
+        log,
+        &label,
+        &|_| false,
+    )
+}
+
 /// Regenerates `.config` when the fragments, the kernel version or the
 /// series' Kconfig files changed, then checks that every fragment line stuck.
 fn configure(
@@ -135,28 +152,10 @@ fn configure(
     let log = cache.logs().join(format!("config-{flavour}.log"));
     let _ = std::fs::remove_file(&log);
     let scratch = fsutil::TempDir::new_in(cache.root(), &format!("config-{flavour}"))?;
-    let quiet = |_: &str| false;
-    run_logged(
-        make(tools, &source.dir, scratch.path()).arg("tinyconfig"),
-        &log,
-        "make tinyconfig",
-        &quiet,
-    )?;
-    merge_onto(tools, source, scratch.path(), &fragments, &log)?;
-
-    let fresh = fsutil::read_to_string(&scratch.path().join(".config"))?;
-    let current = std::fs::read_to_string(build_dir.join(".config")).ok();
-    if current.as_deref() == Some(fresh.as_str()) {
-        ui::progress(".config unchanged");
+    if regenerate_config(tools, source, scratch.path(), build_dir, &fragments, &log)? {
+        ui::progress(&format!("wrote {}/.config", build_dir.display()));
     } else {
-        ui::progress(&format!("writing {}/.config", build_dir.display()));
-        fsutil::write(&build_dir.join(".config"), &fresh)?;
-        run_logged(
-            make(tools, &source.dir, build_dir).arg("olddefconfig"),
-            &log,
-            "make olddefconfig",
-            &quiet,
-        )?;
+        ui::progress(".config unchanged");
     }
 
     let problems = unmet_fragments(&fragments, &build_dir.join(".config"))?;
@@ -170,13 +169,7 @@ fn configure(
         );
     }
 
-    run_logged(
-        make(tools, &source.dir, build_dir).arg("rustavailable"),
-        &log,
-        "make rustavailable",
-        &quiet,
-    )
-    .with_context(|| {
+    make_target(tools, source, build_dir, "rustavailable", &log).with_context(|| {
         format!(
             "Rust is not available for the kernel build; `make LLVM=1 rustavailable` \
              explains why in {}",
@@ -194,12 +187,8 @@ pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<PathBu
     let tools = prereqs::ensure(cache, &[])?;
     let source = source::prepare(cache, kernel_src)?;
     let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
-    run_logged(
-        make(&tools, &source.dir, &build_dir).arg("headers"),
-        &cache.logs().join("headers.log"),
-        "make headers",
-        &|_| false,
-    )?;
+    let log = cache.logs().join("headers.log");
+    make_target(&tools, &source, &build_dir, "headers", &log)?;
     Ok(build_dir.join("usr/include"))
 }
 
@@ -384,31 +373,26 @@ impl StageBuild {
         };
         let output = self.build_dir.join("Documentation/output/lite-rustdoc");
         let command = rustdoc_command(compile, &output)?;
-        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         let mut sh = Command::new("sh");
         self.tools.apply(&mut sh);
         sh.current_dir(&self.build_dir)
             .env("RUSTC_BOOTSTRAP", "1")
             .args(["-c", &command]);
-        let made = run_logged(&mut sh, &self.log, "rustdoc lite_main.rs", &|_| false);
-        let text = fsutil::read_to_string(&self.log)?;
-        let this_run = text.get(logged_before as usize..).unwrap_or(&text);
-        made?;
-        let found: Vec<&str> = this_run.lines().filter(|l| is_lite_diagnostic(l)).collect();
-        if !found.is_empty() {
-            bail!("rustdoc reports on LITE's files:\n  {}", found.join("\n  "));
-        }
-        Ok(())
+        self.run_checked(&mut sh, "rustdoc lite_main.rs")
     }
 
-    /// Runs make with `args`; fails if it does, or if it reported anything
-    /// about LITE's files.
+    /// Runs make with `args` (see [`StageBuild::run_checked`]).
     fn make_checked(&self, args: &[&str]) -> Result<()> {
-        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         let mut make = make(&self.tools, &self.source.dir, &self.build_dir);
         make.args(args);
-        let label = format!("make {}", args.join(" "));
-        let made = run_logged(&mut make, &self.log, &label, &|l| is_progress_line(l));
+        self.run_checked(&mut make, &format!("make {}", args.join(" ")))
+    }
+
+    /// Runs `command`, logged as `label`; fails if it does, or if it
+    /// reported anything about LITE's files.
+    fn run_checked(&self, command: &mut Command, label: &str) -> Result<()> {
+        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        let made = run_logged(command, &self.log, label, &|l| is_progress_line(l));
         let text = fsutil::read_to_string(&self.log)?;
         let this_run = text.get(logged_before as usize..).unwrap_or(&text);
         if let Err(err) = made {
@@ -458,31 +442,16 @@ impl StageBuild {
             fsutil::write(&off, "# CONFIG_LITE is not set\n")?;
             fragments.push(off);
         }
-        let quiet = |_: &str| false;
-        run_logged(
-            make(&self.tools, &self.source.dir, scratch.path()).arg("tinyconfig"),
-            &self.log,
-            "make tinyconfig",
-            &quiet,
-        )?;
-        merge_onto(
-            &self.tools,
-            &self.source,
+        let (tools, source) = (&self.tools, &self.source);
+        regenerate_config(
+            tools,
+            source,
             scratch.path(),
+            &self.build_dir,
             &fragments,
             &self.log,
         )?;
-        let fresh = fsutil::read_to_string(&scratch.path().join(".config"))?;
         let config = self.build_dir.join(".config");
-        if std::fs::read_to_string(&config).ok().as_deref() != Some(fresh.as_str()) {
-            fsutil::write(&config, &fresh)?;
-            run_logged(
-                make(&self.tools, &self.source.dir, &self.build_dir).arg("olddefconfig"),
-                &self.log,
-                "make olddefconfig",
-                &quiet,
-            )?;
-        }
         let defined = self
             .source
             .dir
@@ -501,6 +470,30 @@ impl StageBuild {
     }
 }
 
+/// Generates the configuration of `fragments` on `tinyconfig` in
+/// `scratch`, and makes it `build_dir`'s `.config` (completed by
+/// `olddefconfig`) unless that is the same already, as rewriting `.config`
+/// makes Kbuild rebuild a lot; whether it was written.
+fn regenerate_config(
+    tools: &Toolchain,
+    source: &KernelSource,
+    scratch: &Path,
+    build_dir: &Path,
+    fragments: &[PathBuf],
+    log: &Path,
+) -> Result<bool> {
+    make_target(tools, source, scratch, "tinyconfig", log)?;
+    merge_onto(tools, source, scratch, fragments, log)?;
+    let fresh = fsutil::read_to_string(&scratch.join(".config"))?;
+    let config = build_dir.join(".config");
+    if std::fs::read_to_string(&config).ok().as_deref() == Some(fresh.as_str()) {
+        return Ok(false);
+    }
+    fsutil::write(&config, &fresh)?;
+    make_target(tools, source, build_dir, "olddefconfig", log)?;
+    Ok(true)
+}
+
 /// Merges `fragments` onto `dir/.config` and completes it with
 /// `olddefconfig`, logging to `log`.
 fn merge_onto(
@@ -510,7 +503,6 @@ fn merge_onto(
     fragments: &[PathBuf],
     log: &Path,
 ) -> Result<()> {
-    let quiet = |_: &str| false;
     let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
     merge
         .current_dir(dir)
@@ -518,13 +510,8 @@ fn merge_onto(
         .arg(dir)
         .arg(dir.join(".config"))
         .args(fragments);
-    run_logged(&mut merge, log, "merge_config.sh", &quiet)?;
-    run_logged(
-        make(tools, &source.dir, dir).arg("olddefconfig"),
-        log,
-        "make olddefconfig",
-        &quiet,
-    )
+    run_logged(&mut merge, log, "merge_config.sh", &|_| false)?;
+    make_target(tools, source, dir, "olddefconfig", log)
 }
 
 /// Debian's kernel configurations for 6.12, one xz file per flavour.

@@ -238,60 +238,39 @@ fn describe(leaks: &[Leak], what: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A leak of LITE's Rust code on the system call path, as 6.12 prints it.
-    const LITE_RUST_LEAK: &str = "\
-unreferenced object 0xffff888005a3c000 (size 4096):
-  comm \"lite-cluster-te\", pid 213, jiffies 4294940170
-  hex dump (first 32 bytes):
-    00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
-    00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
-  backtrace (crc 0):
-    __kmalloc_cache_noprof+0x2f8/0x3b0
-    _RNvXs_NtNtCs1EKtwoKEMO2_6kernel5alloc9allocatorNtB4_7KmallocNtB6_9Allocator7realloc+0x3c/0x90
-    _RNvMNtNtCsesOCXVHmCIi_4lite8internal6memoryNtB2_6Memory5alloc+0x1d2/0x8c0
-    lite_rs_alloc_remote+0x41/0x80
-    __x64_sys_lite_alloc_remote+0x99/0x120
-    do_syscall_64+0x8d/0x170
-    entry_SYSCALL_64_after_hwframe+0x76/0x7e
-";
+    /// A leak as 6.12 prints it: allocated by `comm`, with a hex dump
+    /// (which is no frame) and the backtrace `frames`.
+    fn leak(comm: &str, frames: &[&str]) -> String {
+        let frames: String = frames.iter().map(|f| format!("    {f}\n")).collect();
+        format!(
+            "unreferenced object 0xffff888005a3c000 (size 4096):\n  \
+             comm \"{comm}\", pid 213, jiffies 4294940170\n  hex dump (first 32 bytes):\n    \
+             6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b  kkkkkkkkkkkkkkkk\n  \
+             backtrace (crc 5f2a11c3):\n{frames}"
+        )
+    }
 
-    /// A leak in a LITE kernel thread whose LITE frames were inlined away.
-    const LITE_THREAD_LEAK: &str = "\
-unreferenced object 0xffff888006b1e800 (size 192):
-  comm \"lite_poll\", pid 97, jiffies 4294939001
-  hex dump (first 32 bytes):
-    6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b 6b  kkkkkkkkkkkkkkkk
-  backtrace (crc 5f2a11c3):
-    kmem_cache_alloc_noprof+0x229/0x2f0
-    rxe_alloc+0x55/0xd0
-    kthread+0x1a1/0x1e0
-    ret_from_fork+0x34/0x50
-";
-
-    /// A leak of the RDMA core that LITE's helper caused, from a kworker.
-    const LITE_HELPER_LEAK: &str = "\
-unreferenced object 0xffff888004f21a00 (size 256):
-  comm \"kworker/0:2\", pid 41, jiffies 4294938011
-  backtrace (crc 0):
-    __kmalloc_noprof+0x1cc/0x3d0
-    ib_alloc_mr+0x60/0x1d0
-    rust_helper_lite_get_dma_mr+0x17/0x40
-    process_one_work+0x2a5/0x5c0
-";
+    /// A leak of LITE's Rust code on the system call path.
+    fn lite_rust_leak() -> String {
+        leak("lite-cluster-te", &[
+            "__kmalloc_cache_noprof+0x2f8/0x3b0",
+            "_RNvXs_NtNtCs1EKtwoKEMO2_6kernel5alloc9allocatorNtB4_7KmallocNtB6_9Allocator7realloc+0x3c/0x90",
+            "_RNvMNtNtCsesOCXVHmCIi_4lite8internal6memoryNtB2_6Memory5alloc+0x1d2/0x8c0",
+            "lite_rs_alloc_remote+0x41/0x80",
+            "__x64_sys_lite_alloc_remote+0x99/0x120",
+            "do_syscall_64+0x8d/0x170",
+            "entry_SYSCALL_64_after_hwframe+0x76/0x7e",
+        ])
+    }
 
     /// A leak elsewhere in the kernel, at boot.
-    const OTHER_LEAK: &str = "\
-unreferenced object 0xffff888003c4d2c0 (size 64):
-  comm \"swapper/0\", pid 1, jiffies 4294892297
-  hex dump (first 32 bytes):
-    01 00 00 00 00 00 00 00 40 d2 c4 03 80 88 ff ff  ........@.......
-  backtrace (crc 2fa9e8e1):
-    __kmalloc_cache_noprof+0x2f8/0x3b0
-    virtnet_probe+0x5a1/0x1030
-    virtio_dev_probe+0x282/0x390
-    really_probe+0x1c1/0x3e0
-    kernel_init+0x1c/0x150
-";
+    fn other_leak() -> String {
+        let frames = [
+            "__kmalloc_cache_noprof+0x2f8/0x3b0",
+            "virtnet_probe+0x5a1/0x1030",
+        ];
+        leak("swapper/0", &frames)
+    }
 
     fn block(report: &str, status: i32) -> String {
         format!(
@@ -305,13 +284,24 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
         assert_eq!(check(&block("", 0)), Findings::default());
         // The last block counts.
-        let log = format!("{}{}", block(LITE_RUST_LEAK, 1), block("", 0));
+        let log = format!("{}{}", block(&lite_rust_leak(), 1), block("", 0));
         assert_eq!(scan(&log), Scan::Done(Vec::new()));
     }
 
     #[test]
     fn leaks_in_lite_fail_and_others_only_warn() {
-        let report = format!("{OTHER_LEAK}{LITE_RUST_LEAK}{LITE_THREAD_LEAK}{LITE_HELPER_LEAK}");
+        // LITE's thread whose LITE frames were inlined away, and a leak of
+        // the RDMA core that LITE's helper caused, from a kworker.
+        let thread = leak(
+            "lite_poll",
+            &["kmem_cache_alloc_noprof+0x229/0x2f0", "kthread+0x1a1/0x1e0"],
+        );
+        let helper = [
+            "ib_alloc_mr+0x60/0x1d0",
+            "rust_helper_lite_get_dma_mr+0x17/0x40",
+        ];
+        let helper = leak("kworker/0:2", &helper);
+        let report = format!("{}{}{thread}{helper}", other_leak(), lite_rust_leak());
         let Scan::Done(leaks) = scan(&block(&report, 0)) else {
             panic!("the scan is complete");
         };
@@ -329,7 +319,7 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         assert!(findings.warnings[0].contains("not involving LITE (not counted): 1"));
         assert!(findings.warnings[0].contains("virtnet_probe"));
 
-        let only_other = check(&block(OTHER_LEAK, 0));
+        let only_other = check(&block(&other_leak(), 0));
         assert!(only_other.problems.is_empty(), "{only_other:?}");
         assert_eq!(only_other.warnings.len(), 1);
     }
@@ -392,7 +382,8 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         // a timestamp, one of them after the last frame.
         let log = format!(
             "{BEGIN_MARKER}\n[  901.5] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)\n\
-             {OTHER_LEAK}lite_rs_alloc_remote+0x41/0x80\r\n[  901.6] lite: node 2 left\n{END_MARKER}0\n"
+             {}lite_rs_alloc_remote+0x41/0x80\r\n[  901.6] lite: node 2 left\n{END_MARKER}0\n",
+            other_leak()
         );
         let findings = check(&log);
         assert!(findings.problems.is_empty(), "{findings:?}");
@@ -405,7 +396,7 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         assert_eq!(missing.problems.len(), 1);
         assert!(missing.problems[0].contains("did not run"));
 
-        let cut = format!("{BEGIN_MARKER}\n{}", &LITE_RUST_LEAK[..200]);
+        let cut = format!("{BEGIN_MARKER}\n{}", &lite_rust_leak()[..200]);
         assert_eq!(scan(&cut), Scan::Unfinished);
         assert!(check(&cut).problems[0].contains("stopped during the leak scan"));
 

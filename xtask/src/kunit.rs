@@ -21,14 +21,11 @@
 use crate::logscan::strip_timestamp;
 use crate::tap;
 
-/// Result of one test case or suite.
+/// Result of one test case or suite: `ok`, `not ok`, `ok ... # SKIP`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// `ok`.
     Pass,
-    /// `not ok`.
     Fail,
-    /// `ok ... # SKIP`.
     Skip,
 }
 
@@ -43,16 +40,12 @@ pub struct Case {
     pub diagnostics: Vec<String>,
 }
 
-/// `# Totals: pass:P fail:F skip:S total:T`.
+/// `# Totals: pass:P fail:F skip:S total:T`: passed, failed, skipped, all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Passed.
     pub pass: u64,
-    /// Failed.
     pub fail: u64,
-    /// Skipped.
     pub skip: u64,
-    /// All.
     pub total: u64,
 }
 
@@ -109,16 +102,9 @@ impl Report {
             }
             if depth == 0 {
                 if let Some((outcome, name)) = result_line(content) {
-                    let idx = match open.take() {
-                        Some(i)
-                            if report.suites[i].name == name
-                                || report.suites[i].name.is_empty() =>
-                        {
-                            i
-                        }
-                        // A suite that failed before printing any case.
-                        _ => report.new_suite(),
-                    };
+                    // A new suite if it failed before printing any case.
+                    let fits = |s: &Suite| s.name == name || s.name.is_empty();
+                    let idx = report.open_or_new(open.take(), fits);
                     let suite = &mut report.suites[idx];
                     suite.name = name;
                     suite.result = Some(outcome);
@@ -142,15 +128,7 @@ impl Report {
                     continue;
                 }
                 if let Some(name) = content.strip_prefix("# Subtest:") {
-                    let idx = match open {
-                        Some(i)
-                            if report.suites[i].name.is_empty()
-                                && report.suites[i].cases.is_empty() =>
-                        {
-                            i
-                        }
-                        _ => report.new_suite(),
-                    };
+                    let idx = report.open_or_new(open, |s| s.name.is_empty() && s.cases.is_empty());
                     report.suites[idx].name = name.trim().to_string();
                     open = Some(idx);
                     continue;
@@ -186,6 +164,14 @@ impl Report {
     fn new_suite(&mut self) -> usize {
         self.suites.push(Suite::default());
         self.suites.len() - 1
+    }
+
+    /// The index of the `open` suite if it `fits`, else of a new one.
+    fn open_or_new(&mut self, open: Option<usize>, fits: impl Fn(&Suite) -> bool) -> usize {
+        match open {
+            Some(i) if fits(&self.suites[i]) => i,
+            _ => self.new_suite(),
+        }
     }
 
     /// Passed cases over all suites.
@@ -242,13 +228,13 @@ impl Report {
         self.suites
             .iter()
             .map(|s| {
+                let name = if s.name.is_empty() {
+                    "(unnamed suite)"
+                } else {
+                    &s.name
+                };
                 let mut line = format!(
-                    "{}: {} passed, {} failed, {} skipped",
-                    if s.name.is_empty() {
-                        "(unnamed suite)"
-                    } else {
-                        &s.name
-                    },
+                    "{name}: {} passed, {} failed, {} skipped",
                     s.count(Outcome::Pass),
                     s.count(Outcome::Fail) + s.missing(),
                     s.count(Outcome::Skip)
@@ -353,25 +339,11 @@ Run /init as init process
             .iter()
             .map(|c| (&c.name[..], c.outcome))
             .collect();
-        let names = ["lite_test_encode", "lite_test_decode", "lite_test_sizes"];
-        assert_eq!(
-            outcomes,
-            names
-                .into_iter()
-                .zip([Pass, Fail, Pass])
-                .collect::<Vec<_>>()
-        );
+        let (encode, decode, sizes) = ("lite_test_encode", "lite_test_decode", "lite_test_sizes");
+        assert_eq!(outcomes, [(encode, Pass), (decode, Fail), (sizes, Pass)]);
         assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
-        let (pass, fail, skip, total) = (3, 1, 0, 4);
-        assert_eq!(
-            wire.totals,
-            Some(Totals {
-                pass,
-                fail,
-                skip,
-                total
-            })
-        );
+        let totals = wire.totals.map(|t| (t.pass, t.fail, t.skip, t.total));
+        assert_eq!(totals, Some((3, 1, 0, 4)));
         assert_eq!(report.suites[1].cases[1].outcome, Skip);
         assert_eq!(counts(&report), (3, 1, 1));
         let problems = report.problems();

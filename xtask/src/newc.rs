@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -111,15 +112,21 @@ pub fn with_directories(files: &[(String, Vec<u8>)], file_mode: u32) -> Vec<Entr
         .collect()
 }
 
-/// Appends the archive in the file `archive` to the initrd `initrd` (see
-/// [`append`]).
-pub fn append_file(initrd: &Path, archive: &Path) -> Result<()> {
-    let bytes = fs::read(archive).with_context(|| format!("cannot read {}", archive.display()))?;
-    append(initrd, &bytes)
+/// Makes `initrd` the initrd `base` followed by `archives`, each as
+/// [`appended`] lays it out; the copy is made readable by its owner only
+/// before anything (a secret, a private program) is appended.
+pub fn extend(base: &Path, initrd: &Path, archives: &[&[u8]]) -> Result<()> {
+    fs::copy(base, initrd)
+        .with_context(|| format!("cannot copy {} to {}", base.display(), initrd.display()))?;
+    fs::set_permissions(initrd, fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", initrd.display()))?;
+    archives
+        .iter()
+        .try_for_each(|archive| append(initrd, archive))
 }
 
 /// Appends `archive` to the initrd `initrd` as [`appended`] lays it out.
-pub fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
+fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
     let len = fs::metadata(initrd)
         .with_context(|| format!("cannot stat {}", initrd.display()))?
         .len();
@@ -198,10 +205,20 @@ mod tests {
         }
     }
 
+    /// Three files in two trees.
     fn sample() -> Vec<u8> {
-        let file = [("etc/lite/cluster.secret".to_string(), b"abc".to_vec())];
-        archive(&with_directories(&file, REGULAR_FILE | 0o400))
+        let files = [
+            "opt/lite-exec/bin/p",
+            "opt/lite-exec/run.sh",
+            "usr/lib64/ld.so",
+        ];
+        let files = files.map(|path| (path.to_string(), path.as_bytes().to_vec()));
+        archive(&with_directories(&files, REGULAR_FILE | 0o400))
     }
+
+    /// The paths of [`sample`], directories first, parents before children.
+    const SAMPLE_PATHS: &str = "opt opt/lite-exec opt/lite-exec/bin usr usr/lib64 \
+                                opt/lite-exec/bin/p opt/lite-exec/run.sh usr/lib64/ld.so";
 
     #[test]
     fn entries_and_trailer_read_back_aligned() {
@@ -209,15 +226,20 @@ mod tests {
         assert_eq!(bytes.len() % 4, 0);
         let entries = parse(&bytes);
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-        let expected = ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER];
+        let expected: Vec<&str> = SAMPLE_PATHS.split(' ').chain([TRAILER]).collect();
         assert_eq!(paths, expected);
-        assert_eq!(entries[2].data, b"abc");
-        // Mode, owned by root, one link.
-        assert_eq!(entries[2].fields[1..5], [0o100400, 0, 0, 1]);
-        assert_eq!(entries[1].fields[1], 0o040755);
-        let inodes: Vec<usize> = entries[..3].iter().map(|e| e.fields[0]).collect();
-        assert_eq!(inodes, [1, 2, 3]);
-        assert_eq!(entries[3].fields[6], 0, "the trailer holds nothing");
+        for entry in &entries[..5] {
+            // A directory: mode, owned by root, two links, nothing in it.
+            assert_eq!(entry.fields[1..5], [0o040755, 0, 0, 2]);
+            assert!(entry.data.is_empty());
+        }
+        for entry in &entries[5..8] {
+            assert_eq!(entry.fields[1..5], [0o100400, 0, 0, 1]);
+            assert_eq!(entry.data, entry.path.as_bytes());
+        }
+        let inodes: Vec<usize> = entries[..8].iter().map(|e| e.fields[0]).collect();
+        assert_eq!(inodes, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(entries[8].fields[6], 0, "the trailer holds nothing");
     }
 
     #[test]
@@ -269,6 +291,6 @@ mod tests {
         let out = cpio.wait_with_output().expect("cpio runs");
         assert!(out.status.success());
         let listed = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(listed, "etc\netc/lite\netc/lite/cluster.secret\n");
+        assert_eq!(listed, SAMPLE_PATHS.replace(' ', "\n") + "\n");
     }
 }

@@ -94,44 +94,30 @@ pub fn mac(i: usize, nic: usize) -> String {
     format!("52:54:00:12:{:02x}:{:02x}", (0x34 + nic) & 0xff, i & 0xff)
 }
 
+/// QEMU's CPU. No 5-level paging: while the boot CPU re-reads its features
+/// (identify_cpu), LA57 briefly reads as absent, and an interrupt in that
+/// window makes KASAN report a bogus wild-memory-access for the 5-level
+/// direct map. Slow TCG makes the window wide. No ERMS or FSRM: with them
+/// the kernel copies with `rep movsb`, which TCG executes one byte per
+/// step, so copies of large messages would weigh several times what they
+/// do on hardware.
+const CPU: &str = "max,la57=off,erms=off,fsrm=off";
+
 /// The command starting the VM, inside `netns` when given.
 pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
     let mut argv: Vec<String> = Vec::new();
+    let mut words = |line: &str| argv.extend(line.split(' ').map(String::from));
     if let Some(ns) = netns {
-        argv.extend(["ip", "netns", "exec", ns].map(String::from));
+        words(&format!("ip netns exec {ns}"));
     }
     if let Some(cpu) = spec.cpu {
-        argv.extend(["taskset".into(), "-c".into(), cpu.to_string()]);
+        words(&format!("taskset -c {cpu}"));
     }
-    argv.extend(
-        [
-            "qemu-system-x86_64",
-            "-nodefaults",
-            "-no-user-config",
-            "-machine",
-            "pc",
-            "-cpu",
-            // No 5-level paging: while the boot CPU re-reads its features
-            // (identify_cpu), LA57 briefly reads as absent, and an interrupt
-            // in that window makes KASAN report a bogus wild-memory-access
-            // for the 5-level direct map. Slow TCG makes the window wide.
-            // No ERMS or FSRM: with them the kernel copies with `rep movsb`,
-            // which TCG executes one byte per step, so copies of large
-            // messages would weigh several times what they do on hardware.
-            "max,la57=off,erms=off,fsrm=off",
-            "-smp",
-            "1",
-        ]
-        .map(String::from),
-    );
-    argv.extend([
-        "-m".into(),
-        spec.memory_mib.to_string(),
-        "-display".into(),
-        "none".into(),
-        "-monitor".into(),
-        "none".into(),
-    ]);
+    words(&format!(
+        "qemu-system-x86_64 -nodefaults -no-user-config -machine pc -cpu {CPU} -smp 1 -m {} \
+         -display none -monitor none",
+        spec.memory_mib
+    ));
     argv.extend(serial_console_args(spec));
     argv.extend([
         "-no-reboot".into(),
@@ -143,10 +129,8 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
         spec.append.clone(),
     ]);
     if let Some(socket) = &spec.qmp_socket {
-        argv.extend([
-            "-qmp".into(),
-            format!("unix:{},server=on,wait=off", socket.display()),
-        ]);
+        let socket = format!("unix:{},server=on,wait=off", socket.display());
+        argv.extend(["-qmp".into(), socket]);
     }
     for (index, nic) in spec.nics.iter().enumerate() {
         argv.extend([

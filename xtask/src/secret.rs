@@ -14,7 +14,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -48,22 +48,12 @@ impl ClusterSecretFiles {
             .context("cannot read /dev/urandom for the cluster's secret")?;
         write_private(&files.secret_file(), &secret)?;
 
-        let initrd = files.initrd();
-        // The copy holds no secret until the archive is appended, after it
-        // was made private.
-        fs::copy(base_initrd, &initrd).with_context(|| {
-            format!(
-                "cannot copy {} to {}",
-                base_initrd.display(),
-                initrd.display()
-            )
-        })?;
-        fs::set_permissions(&initrd, fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", initrd.display()))?;
-        if let Some(modules) = modules {
-            newc::append_file(&initrd, modules)?;
-        }
-        newc::append(&initrd, &secret_archive(&secret))?;
+        let read =
+            |path: &Path| fs::read(path).with_context(|| format!("cannot read {}", path.display()));
+        let modules = modules.map(read).transpose()?;
+        let secret = secret_archive(&secret);
+        let archives: Vec<&[u8]> = modules.iter().chain([&secret]).map(Vec::as_slice).collect();
+        newc::extend(base_initrd, &files.initrd(), &archives)?;
         Ok(files)
     }
 
@@ -99,6 +89,8 @@ fn secret_archive(secret: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     /// What follows an initrd of `base_len` bytes to add the secret.

@@ -220,6 +220,15 @@ struct PatchSpec {
 }
 
 impl PatchSpec {
+    fn new(subject: &str, body: impl Into<String>, changes: Vec<Change>) -> Self {
+        let (subject, body) = (subject.to_string(), body.into());
+        PatchSpec {
+            subject,
+            body,
+            changes,
+        }
+    }
+
     fn message(&self) -> String {
         format!(
             "{}\n\n{}\n\nSigned-off-by: {AUTHOR_NAME} <{AUTHOR_EMAIL}>\n",
@@ -231,24 +240,39 @@ impl PatchSpec {
 
 /// One change to the scratch tree.
 enum Change {
-    /// Append lines at the end of an existing kernel file.
-    Append { file: &'static str, text: String },
-    /// Insert lines after the first line containing `anchor`.
-    InsertAfter {
+    /// Insert lines into an existing kernel file: after the first line
+    /// containing `anchor`, or at its end without one.
+    Edit {
         file: &'static str,
-        anchor: &'static str,
+        anchor: Option<&'static str>,
         text: String,
     },
-    /// Copy a repository file into the tree.
-    Place { dest: String, from: PathBuf },
-    /// Copy a repository file into the tree without the text `cut` names.
-    PlaceWithout {
+    /// Copy a repository file into the tree, without the text `cut` names.
+    Place {
         dest: String,
         from: PathBuf,
-        cut: Cut,
+        cut: Option<Cut>,
     },
     /// Overwrite a file an earlier patch placed with the repository's whole file.
     Restore { dest: String, from: PathBuf },
+}
+
+/// [`Change::Edit`] appending `text` to `file`.
+fn append(file: &'static str, text: impl Into<String>) -> Change {
+    let (anchor, text) = (None, text.into());
+    Change::Edit { file, anchor, text }
+}
+
+/// [`Change::Edit`] inserting `text` after `anchor` in `file`.
+fn insert(file: &'static str, anchor: &'static str, text: impl Into<String>) -> Change {
+    let (anchor, text) = (Some(anchor), text.into());
+    Change::Edit { file, anchor, text }
+}
+
+/// [`Change::Place`] of the whole file `from` at `dest`.
+fn place(dest: impl Into<String>, from: PathBuf) -> Change {
+    let (dest, cut) = (dest.into(), None);
+    Change::Place { dest, from, cut }
 }
 
 /// Text left out of a file placed by an earlier patch than the one completing it.
@@ -342,17 +366,16 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
 impl Change {
     fn apply(&self, tree: &Path) -> Result<()> {
         match self {
-            Change::Append { file, text } => {
+            Change::Edit { file, anchor, text } => {
                 let path = tree.join(file);
                 let old = fsutil::read_to_string(&path)?;
-                fsutil::write(&path, edits::append(&old, text))
+                let new = match anchor {
+                    Some(anchor) => edits::insert_after(&old, file, anchor, text)?,
+                    None => edits::append(&old, text),
+                };
+                fsutil::write(&path, new)
             }
-            Change::InsertAfter { file, anchor, text } => {
-                let path = tree.join(file);
-                let old = fsutil::read_to_string(&path)?;
-                fsutil::write(&path, edits::insert_after(&old, file, anchor, text)?)
-            }
-            Change::Place { dest, from } => {
+            Change::Place { dest, from, cut } => {
                 let path = tree.join(dest);
                 if path.exists() {
                     bail!(
@@ -364,15 +387,14 @@ impl Change {
                 // checkout must not leak into the patches.
                 let bytes = std::fs::read(from)
                     .with_context(|| format!("cannot read {}", from.display()))?;
-                fsutil::write(&path, bytes)
-            }
-            Change::PlaceWithout { dest, from, cut } => {
-                let path = tree.join(dest);
-                if path.exists() {
-                    bail!("{dest} already exists in the tree");
+                match cut {
+                    None => fsutil::write(&path, bytes),
+                    Some(cut) => {
+                        let whole = String::from_utf8(bytes)
+                            .with_context(|| format!("{} is not UTF-8", from.display()))?;
+                        fsutil::write(&path, cut.apply(&whole, dest)?)
+                    }
                 }
-                let whole = fsutil::read_to_string(from)?;
-                fsutil::write(&path, cut.apply(&whole, dest)?)
             }
             Change::Restore { dest, from } => {
                 let path = tree.join(dest);
@@ -413,54 +435,48 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         calls.iter().map(|c| f(c) + "\n").collect()
     };
     let mut changes = vec![
-        Change::Append {
-            file: "arch/x86/entry/syscalls/syscall_64.tbl",
-            text: lines(syscalls::table_line),
-        },
-        Change::InsertAfter {
-            file: "include/linux/syscalls.h",
-            anchor: "asmlinkage long sys_mseal(",
-            text: lines(syscalls::prototype),
-        },
-        Change::InsertAfter {
-            file: "kernel/sys_ni.c",
-            anchor: "COND_SYSCALL(mseal);",
-            text: lines(syscalls::cond_syscall_line),
-        },
+        append(
+            "arch/x86/entry/syscalls/syscall_64.tbl",
+            lines(syscalls::table_line),
+        ),
+        insert(
+            "include/linux/syscalls.h",
+            "asmlinkage long sys_mseal(",
+            lines(syscalls::prototype),
+        ),
+        insert(
+            "kernel/sys_ni.c",
+            "COND_SYSCALL(mseal);",
+            lines(syscalls::cond_syscall_line),
+        ),
+        place("include/uapi/linux/lite.h", uapi_path),
+        // The entry points stay in the core kernel when LITE is a module.
+        place("kernel/lite_syscalls.c", syscalls_c_path),
+        place(
+            "include/linux/lite_syscalls.h",
+            api.join("include/linux/lite_syscalls.h"),
+        ),
     ];
-    changes.push(Change::Place {
-        dest: "include/uapi/linux/lite.h".into(),
-        from: uapi_path,
-    });
-    // The entry points stay in the core kernel when LITE is a module.
-    changes.push(Change::Place {
-        dest: "kernel/lite_syscalls.c".into(),
-        from: syscalls_c_path,
-    });
-    changes.push(Change::Place {
-        dest: "include/linux/lite_syscalls.h".into(),
-        from: api.join("include/linux/lite_syscalls.h"),
-    });
-    changes.push(Change::InsertAfter {
-        file: "kernel/Makefile",
-        anchor: "obj-$(CONFIG_MODULES) += module/",
-        text: "obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o\n".into(),
-    });
+    let object = "obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o\n";
+    changes.push(insert(
+        "kernel/Makefile",
+        "obj-$(CONFIG_MODULES) += module/",
+        object,
+    ));
     // Handles, mappings and operations belong to processes: release them
     // when the last thread of a process exits, while its memory still exists.
-    changes.push(Change::InsertAfter {
-        file: "kernel/exit.c",
-        anchor: "#include <linux/uaccess.h>",
-        text: "#include <linux/lite_syscalls.h>\n".into(),
-    });
-    changes.push(Change::InsertAfter {
-        file: "kernel/exit.c",
-        anchor: "group_dead = atomic_dec_and_test(&tsk->signal->live);",
-        text: "\tif (group_dead)\n\t\tlite_exit_process();\n".into(),
-    });
-    patches.push(PatchSpec {
-        subject: "x86/syscalls: add the LITE system calls".into(),
-        body: format!(
+    let header = "#include <linux/lite_syscalls.h>\n";
+    changes.push(insert(
+        "kernel/exit.c",
+        "#include <linux/uaccess.h>",
+        header,
+    ));
+    let group_dead = "group_dead = atomic_dec_and_test(&tsk->signal->live);";
+    let hook = "\tif (group_dead)\n\t\tlite_exit_process();\n";
+    changes.push(insert("kernel/exit.c", group_dead, hook));
+    patches.push(PatchSpec::new(
+        "x86/syscalls: add the LITE system calls",
+        format!(
             "Wire up LITE's user-space API as x86_64 system calls {first}-{last}, past\n\
              the legacy x32 range: joining a cluster, allocating, reading and\n\
              writing remote memory, and barriers. Add their prototypes, COND_SYSCALL\n\
@@ -473,7 +489,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
              for the hook that releases what a process holds in LITE when it exits."
         ),
         changes,
-    });
+    ));
 
     // 2: bindings and helpers; the bindings see the UAPI header of 1.
     let mut changes = Vec::new();
@@ -481,40 +497,35 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     if bindings.is_file() {
         // A blank line keeps LITE's block apart from the kernel's own list.
         let text = format!("\n{}", fsutil::read_to_string(&bindings)?);
-        changes.push(Change::Append {
-            file: "rust/bindings/bindings_helper.h",
-            text,
-        });
+        changes.push(append("rust/bindings/bindings_helper.h", text));
     }
     let helpers = api.join("rust-helpers/lite.c");
     if helpers.is_file() {
-        changes.push(Change::Place {
-            dest: "rust/helpers/lite.c".into(),
-            from: helpers,
-        });
-        changes.push(Change::InsertAfter {
-            file: "rust/helpers/helpers.c",
-            anchor: "#include \"kunit.c\"",
-            text: "#include \"lite.c\"\n".into(),
-        });
+        changes.push(place("rust/helpers/lite.c", helpers));
+        let include = "#include \"lite.c\"\n";
+        changes.push(insert(
+            "rust/helpers/helpers.c",
+            "#include \"kunit.c\"",
+            include,
+        ));
     }
-    patches.push(PatchSpec {
-        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
-        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
+    patches.push(PatchSpec::new(
+        "rust: add bindings and helpers for RDMA verbs, kthreads and sockets",
+        "LITE is written in Rust and drives RDMA devices through the kernel's\n\
                verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
                headers, and add C helpers for the verbs and scheduler primitives that\n\
-               are static inline functions or macros, which bindgen cannot bind."
-            .into(),
+               are static inline functions or macros, which bindgen cannot bind.",
         changes,
-    });
+    ));
 
     // 3 onwards: the driver, part by part.
     patches.extend(driver_parts(repo)?);
 
     patches.extend(kunit_tests(repo)?);
     patches.push(selftests(repo)?);
-    patches.push(userspace_documentation(repo)?);
-    patches.push(kernel_documentation(repo)?);
+    for page in &API_PAGES {
+        patches.push(documentation(repo, page)?);
+    }
     patches.push(maintainers_entry());
     Ok(patches)
 }
@@ -820,10 +831,11 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
         } else if let Some((_, cut)) = KUNIT_API_HOOKS.iter().find(|(file, _)| *file == name) {
             let dest = format!("{LITE_DIR}/{name}");
             let from = repo.join("tests-kunit").join(&rel);
-            internal.push(Change::PlaceWithout {
-                dest: dest.clone(),
+            let (placed, cut) = (dest.clone(), Some(*cut));
+            internal.push(Change::Place {
+                dest: placed,
                 from: from.clone(),
-                cut: *cut,
+                cut,
             });
             api.push(Change::Restore { dest, from });
         } else {
@@ -837,26 +849,24 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
         });
     }
     Ok([
-        PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the internal logic".into(),
-            body: "Add KUnit suites for LITE's internal logic: chunk layout, handles and\n\
+        PatchSpec::new(
+            "RDMA/lite: add KUnit tests of the internal logic",
+            "Add KUnit suites for LITE's internal logic: chunk layout, handles and\n\
                    tables, device and address choice, the RPC ring protocol, lock\n\
                    hand-over, membership verdicts, barrier rounds, QoS admission and\n\
                    quotas. They need no RDMA device, as boot-time KUnit runs before any\n\
                    rxe device can exist. Enable them with CONFIG_LITE_KUNIT_TEST; select\n\
-                   them with kunit.filter_glob=lite*."
-                .into(),
-            changes: internal,
-        },
-        PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the wire formats and the kernel API".into(),
-            body: "Test the wire formats (the control messages between nodes, the cluster\n\
+                   them with kunit.filter_glob=lite*.",
+            internal,
+        ),
+        PatchSpec::new(
+            "RDMA/lite: add KUnit tests of the wire formats and the kernel API",
+            "Test the wire formats (the control messages between nodes, the cluster\n\
                    manager's protocol and its authentication) and the kernel C API:\n\
                    before the node joins at boot, and in the lite_cluster suite, which the\n\
-                   cluster test runs through debugfs once every node has joined."
-                .into(),
-            changes: api,
-        },
+                   cluster test runs through debugfs once every node has joined.",
+            api,
+        ),
     ])
 }
 
@@ -923,31 +933,18 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
         for source in sources {
             let from = repo.join(&source);
             let dest = driver_dest(&source);
-            match KUNIT_HOOKS.iter().find(|(file, _)| *file == source) {
-                Some((_, cut)) => changes.push(Change::PlaceWithout {
-                    dest,
-                    from,
-                    cut: *cut,
-                }),
-                None => changes.push(Change::Place { dest, from }),
-            }
+            let cut = KUNIT_HOOKS.iter().find(|(file, _)| *file == source);
+            let cut = cut.map(|&(_, cut)| cut);
+            changes.push(Change::Place { dest, from, cut });
         }
         if index == last {
-            changes.push(Change::InsertAfter {
-                file: "drivers/infiniband/Kconfig",
-                anchor: "source \"drivers/infiniband/ulp/rtrs/Kconfig\"",
-                text: format!("source \"{LITE_DIR}/Kconfig\"\n"),
-            });
-            changes.push(Change::Append {
-                file: "drivers/infiniband/ulp/Makefile",
-                text: "obj-$(CONFIG_LITE)\t\t\t+= lite/\n".into(),
-            });
+            let rtrs = "source \"drivers/infiniband/ulp/rtrs/Kconfig\"";
+            let kconfig = format!("source \"{LITE_DIR}/Kconfig\"\n");
+            changes.push(insert("drivers/infiniband/Kconfig", rtrs, kconfig));
+            let object = "obj-$(CONFIG_LITE)\t\t\t+= lite/\n";
+            changes.push(append("drivers/infiniband/ulp/Makefile", object));
         }
-        patches.push(PatchSpec {
-            subject: part.subject.into(),
-            body: part.body.into(),
-            changes,
-        });
+        patches.push(PatchSpec::new(part.subject, part.body, changes));
     }
     Ok(patches)
 }
@@ -957,10 +954,7 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
 fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
     Ok(source_files(repo, from)?
         .iter()
-        .map(|rel| Change::Place {
-            dest: format!("{to}/{}", rel.display()),
-            from: repo.join(from).join(rel),
-        })
+        .map(|rel| place(format!("{to}/{}", rel.display()), repo.join(from).join(rel)))
         .collect())
 }
 
@@ -968,22 +962,18 @@ fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
 /// list of targets.
 fn selftests(repo: &Path) -> Result<PatchSpec> {
     let mut changes = place_dir(repo, "lite-api-c/selftests", "tools/testing/selftests/lite")?;
-    changes.push(Change::InsertAfter {
-        file: "tools/testing/selftests/Makefile",
-        anchor: "TARGETS += lib\n",
-        text: "TARGETS += lite\n".into(),
-    });
-    Ok(PatchSpec {
-        subject: "selftests: lite: add tests of the system calls".into(),
-        body: "Check each LITE system call's contract from C, as the man pages state\n\
+    let makefile = "tools/testing/selftests/Makefile";
+    changes.push(insert(makefile, "TARGETS += lib\n", "TARGETS += lite\n"));
+    Ok(PatchSpec::new(
+        "selftests: lite: add tests of the system calls",
+        "Check each LITE system call's contract from C, as the man pages state\n\
                it: the errors before a node joins, bad pointers, sizes, handles,\n\
                permissions and flags, and a call that succeeds with its result\n\
                checked. Run on every node of a cluster, with the cluster manager's\n\
                address in LITE_CM_ADDRESS; without one the cluster tests are\n\
-               skipped."
-            .into(),
+               skipped.",
         changes,
-    })
+    ))
 }
 
 /// One API's page: `lite-api-c/Documentation/DIR` placed in the kernel's
@@ -1001,28 +991,9 @@ struct ApiPage {
     body: &'static str,
 }
 
-/// The documentation patch of `page`.
-fn documentation(repo: &Path, page: ApiPage) -> Result<PatchSpec> {
-    let mut changes = place_dir(
-        repo,
-        &format!("lite-api-c/Documentation/{}", page.dir),
-        &format!("Documentation/{}", page.dir),
-    )?;
-    changes.push(Change::InsertAfter {
-        file: page.index,
-        anchor: page.anchor,
-        text: "   lite\n".into(),
-    });
-    Ok(PatchSpec {
-        subject: page.subject.into(),
-        body: page.body.into(),
-        changes,
-    })
-}
-
-/// The documentation of the user-space API.
-fn userspace_documentation(repo: &Path) -> Result<PatchSpec> {
-    let page = ApiPage {
+/// The documentation of the user-space API, then of the kernel API.
+const API_PAGES: [ApiPage; 2] = [
+    ApiPage {
         dir: "userspace-api",
         index: "Documentation/userspace-api/index.rst",
         anchor: "   mseal",
@@ -1030,13 +1001,8 @@ fn userspace_documentation(repo: &Path) -> Result<PatchSpec> {
         body: "Describe what LITE offers to user space and how to use it: its\n\
                concepts, every system call with its errors, the limits, the debugfs\n\
                files and the security model.",
-    };
-    documentation(repo, page)
-}
-
-/// The documentation of the kernel API.
-fn kernel_documentation(repo: &Path) -> Result<PatchSpec> {
-    let page = ApiPage {
+    },
+    ApiPage {
         dir: "driver-api",
         index: "Documentation/driver-api/index.rst",
         anchor: "   libata",
@@ -1044,8 +1010,18 @@ fn kernel_documentation(repo: &Path) -> Result<PatchSpec> {
         body: "Describe the functions LITE exports to kernel modules: their calling\n\
                context, how they differ from the system calls, and the functions of\n\
                the original LITE that have no counterpart.",
-    };
-    documentation(repo, page)
+    },
+];
+
+/// The documentation patch of `page`.
+fn documentation(repo: &Path, page: &ApiPage) -> Result<PatchSpec> {
+    let mut changes = place_dir(
+        repo,
+        &format!("lite-api-c/Documentation/{}", page.dir),
+        &format!("Documentation/{}", page.dir),
+    )?;
+    changes.push(insert(page.index, page.anchor, "   lite\n"));
+    Ok(PatchSpec::new(page.subject, page.body, changes))
 }
 
 /// The `MAINTAINERS` entry for every file the series adds.
@@ -1070,26 +1046,21 @@ fn maintainers_entry() -> PatchSpec {
     for file in files {
         text.push_str(&format!("F:\t{file}\n"));
     }
-    PatchSpec {
-        subject: "MAINTAINERS: add an entry for LITE".into(),
-        body: "List the files of LITE, its system calls and its documentation, and\n\
-               the list where its changes are reviewed."
-            .into(),
-        changes: vec![Change::InsertAfter {
-            // The entry before LITE's in alphabetical order ends here.
-            file: "MAINTAINERS",
-            anchor: "F:\tlib/list-test.c",
-            text,
-        }],
-    }
+    PatchSpec::new(
+        "MAINTAINERS: add an entry for LITE",
+        "List the files of LITE, its system calls and its documentation, and\n\
+               the list where its changes are reviewed.",
+        // The entry before LITE's in alphabetical order ends here.
+        vec![insert("MAINTAINERS", "F:\tlib/list-test.c", text)],
+    )
 }
 
 /// `repo/<dir>/<rel>` placed at `drivers/infiniband/ulp/lite/<rel>`.
 fn place_under(repo: &Path, dir: &str, rel: &Path) -> Change {
-    Change::Place {
-        dest: format!("{LITE_DIR}/{}", rel.display()),
-        from: repo.join(dir).join(rel),
-    }
+    place(
+        format!("{LITE_DIR}/{}", rel.display()),
+        repo.join(dir).join(rel),
+    )
 }
 
 /// Files under `repo/<dir>`, relative to it and sorted: those git tracks or
@@ -1104,14 +1075,7 @@ fn source_files(repo: &Path, dir: &str) -> Result<Vec<PathBuf>> {
         Command::new("git")
             .arg("-C")
             .arg(repo)
-            .args([
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--",
-            ])
+            .args("ls-files -z --cached --others --exclude-standard --".split(' '))
             .arg(dir),
     );
     let Ok(listed) = listed else {
@@ -1159,12 +1123,7 @@ impl ScratchRepo {
     /// `git` in this repository, isolated from user and system configuration.
     fn git(&self) -> Command {
         let mut cmd = Command::new("git");
-        for var in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_OBJECT_DIRECTORY",
-        ] {
+        for var in "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY".split(' ') {
             cmd.env_remove(var);
         }
         let identity: BTreeMap<&str, &str> = [
@@ -1179,20 +1138,12 @@ impl ScratchRepo {
             ("TZ", "UTC"),
         ]
         .into();
-        cmd.envs(identity).arg("-C").arg(self.path()).args([
-            "-c",
-            "core.autocrlf=false",
-            "-c",
-            "user.useConfigOnly=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "commit.gpgSign=false",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "core.abbrev=12",
-        ]);
+        cmd.envs(identity).arg("-C").arg(self.path());
+        let config = "core.autocrlf=false user.useConfigOnly=false core.hooksPath=/dev/null \
+                      commit.gpgSign=false init.defaultBranch=main core.abbrev=12";
+        for option in config.split(' ') {
+            cmd.arg("-c").arg(option);
+        }
         cmd
     }
 
@@ -1205,13 +1156,7 @@ impl ScratchRepo {
         }
         process::output(
             self.git()
-                .args([
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "--cleanup=verbatim",
-                    "-m",
-                ])
+                .args("commit --quiet --no-verify --cleanup=verbatim -m".split(' '))
                 .arg(message),
         )?;
         Ok(true)
@@ -1221,14 +1166,10 @@ impl ScratchRepo {
     fn format_patch(&self, out: &Path) -> Result<()> {
         process::output(
             self.git()
-                .args([
-                    "format-patch",
-                    "--quiet",
-                    "--cover-letter",
-                    "--zero-commit",
-                    "--no-signature",
-                    "-o",
-                ])
+                .args(
+                    "format-patch --quiet --cover-letter --zero-commit --no-signature -o"
+                        .split(' '),
+                )
                 .arg(out)
                 .arg("base..HEAD"),
         )?;
@@ -1399,7 +1340,7 @@ mod tests {
                 problems.push(format!("{source} belongs to no part"));
             }
         }
-        let sources = crate::architecture::read_sources(&repo.join("rust-lite"));
+        let sources = fsutil::read_rust_sources(&repo.join("rust-lite")).unwrap();
         let graph = crate::architecture::dependency_graph(&sources, &[]);
         let part = |file: &str| driver_part_of(&format!("rust-lite/{file}"));
         for (file, uses) in &graph {

@@ -1,16 +1,8 @@
 //! `cargo xtask slow-checks`: the kernel's checks that take too long for
-//! `cargo xtask test`.
-//!
-//! - First, on the whole series: `make CLIPPY=1` on LITE, rustdoc of
-//!   LITE's crate (private items included), `make C=2` (sparse) on LITE's
-//!   C files, and `make htmldocs` of the directories holding LITE's pages.
-//! - Then every patch builds: the cached tree and the debug kernel's build
-//!   directory are taken back to the pristine kernel, then each patch is
-//!   applied in turn and the kernel built incrementally with the test's
-//!   debug configuration (LITE as a module, its KUnit tests and fault
-//!   injection on, as far as the tree at that patch defines them); last the
-//!   whole series with LITE disabled.
-//!
+//! `cargo xtask test`, as [`run`] lists them: clippy, rustdoc, sparse and
+//! htmldocs on the whole series, then a build of every patch in turn from
+//! the pristine kernel (the test's debug configuration, as far as the tree
+//! at that patch defines it), and last the whole series with LITE disabled.
 //! Any warning about LITE's files fails a step as an error does. The tree
 //! and build directory end where `cargo xtask kernel` leaves them.
 
@@ -72,17 +64,14 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let applied = run.record(Stage::run("apply the whole series".into(), || {
         apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
     }))?;
-    if applied {
-        run.record(Stage::run("make CLIPPY=1 on LITE".into(), || {
-            build.clippy()
-        }))?;
-        run.record(Stage::run("rustdoc of LITE".into(), || build.rustdoc()))?;
-        run.record(Stage::run("sparse on LITE's C files".into(), || {
-            build.sparse()
-        }))?;
-        run.record(Stage::run("htmldocs of LITE's pages".into(), || {
-            build.htmldocs()
-        }))?;
+    let checks: [(&str, fn(&_) -> _); 4] = [
+        ("make CLIPPY=1 on LITE", kernel::StageBuild::clippy),
+        ("rustdoc of LITE", kernel::StageBuild::rustdoc),
+        ("sparse on LITE's C files", kernel::StageBuild::sparse),
+        ("htmldocs of LITE's pages", kernel::StageBuild::htmldocs),
+    ];
+    for (name, check) in checks.into_iter().filter(|_| applied) {
+        run.record(Stage::run(name.into(), || check(&build)))?;
     }
 
     let mut built = true;
@@ -113,16 +102,12 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let restored = kernel::build(&cache, Flavour::Debug, kernel_src, false).map(|_| ());
 
     ui::say(&run.report(true));
-    let failures: Vec<String> = run
+    let failed = run
         .stages
         .iter()
-        .filter_map(|stage| {
-            stage
-                .outcome
-                .as_ref()
-                .err()
-                .map(|err| format!("{}: {err:#}", stage.name))
-        })
+        .filter_map(|s| Some((&s.name, s.outcome.as_ref().err()?)));
+    let failures: Vec<String> = failed
+        .map(|(name, err)| format!("{name}: {err:#}"))
         .collect();
     if !failures.is_empty() {
         bail!("slow checks failed:\n  {}", failures.join("\n  "));

@@ -128,24 +128,13 @@ fn populate(cache: &Cache, source: &KernelSource, origin: &Origin) -> Result<()>
     fsutil::remove_dir_all_if_exists(&pristine_tmp)?;
     fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let log = cache.logs().join("source.log");
+    let run = |cmd: &mut Command, label| run_logged(cmd, &log, label, &|_| false);
 
     match origin {
         Origin::Debian => {
             let step = Step::start(format!("extracting {DEBIAN_TARBALL}"));
-            run_logged(
-                Command::new("tar")
-                    .args([
-                        "-xJf",
-                        DEBIAN_TARBALL,
-                        "--strip-components=1",
-                        "--no-same-owner",
-                        "-C",
-                    ])
-                    .arg(&tmp),
-                &log,
-                "tar",
-                &|_| false,
-            )?;
+            let tar = format!("-xJf {DEBIAN_TARBALL} --strip-components=1 --no-same-owner -C");
+            run(Command::new("tar").args(tar.split(' ')).arg(&tmp), "tar")?;
             step.done();
         }
         Origin::Tree(dir) => {
@@ -153,23 +142,17 @@ fn populate(cache: &Cache, source: &KernelSource, origin: &Origin) -> Result<()>
             let step = Step::start(format!("copying {}", dir.display()));
             let mut from = dir.as_os_str().to_owned();
             from.push("/");
-            run_logged(
-                Command::new("rsync")
-                    .args(["-a", "--delete", "--exclude=.git"])
-                    .arg(from)
-                    .arg(&tmp),
-                &log,
+            let rsync = ["-a", "--delete", "--exclude=.git"];
+            run(
+                Command::new("rsync").args(rsync).arg(from).arg(&tmp),
                 "rsync",
-                &|_| false,
             )?;
             // Builds use O=, which refuses a source tree that was configured
             // or built in; the copy is ours, so clean it.
             if tmp.join(".config").exists() || tmp.join("include/config").exists() {
-                run_logged(
+                run(
                     Command::new("make").arg("-C").arg(&tmp).arg("mrproper"),
-                    &log,
                     "make mrproper",
-                    &|_| false,
                 )?;
             }
             step.done();

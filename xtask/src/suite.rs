@@ -1,37 +1,19 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
-//! Steps: host unit tests, patch-series check (and whether Debian's kernel
-//! configuration keeps LITE as a module), debug kernel build, KUnit in
-//! one VM, the cluster test on three VMs (then a minute of `lite-fuzz` on
-//! all three at once), the failure test on four VMs,
-//! one of which (the victim) is killed while the others depend on it (the
-//! others, the survivors, then take turns leaving and joining again, and
-//! once they are done the victim's VM boots again, joins with its old id,
-//! and all four run the cluster test together, with the API tests'
-//! tolerant dead-after and a stop at any death), and the partition test on
-//! three VMs: first one survivor's VM is paused ten times for a little
-//! less than the manager's dead-after while every node runs checked
-//! traffic with every other, then one node is cut off from the network for
-//! a while and has to join again on its own; last, a program of one's own
-//! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
-//! compiled on the host as a user would), the kselftests of the system
-//! calls ([`SELFTEST_SOURCE`], built with the kernel against its exported
-//! headers), and a kernel module of one's own loaded the same way
-//! ([`EXEC_MODULE_SCRIPT`]); and last, the nestings of
-//! LITE's locks that lockdep saw in every guest against the lock order the
-//! kernel code states ([`lockdep`]). A step that cannot run
-//! because an earlier one failed counts as one failure. The final count is KUnit cases + every
-//! program's TAP results on every node (those of the victim's first boot
-//! excepted) + one per other check (host tests, patch check, kernel build,
-//! each log scan, each kmemleak scan at the end of the cluster test (a
-//! leak involving LITE fails it), whether the victim got ready and was killed, whether its
-//! VM was booted again, whether it joined with its old id, whether the
-//! paused node was paused as planned while every node's traffic ran,
-//! whether the manager declared nobody dead meanwhile, whether the
-//! cut node got ready and its link went down and came back, and whether
-//! each node's own program read back the message it was given, and whether
-//! the lock order is true and tested).
+//! The steps are those of [`run`]: host tests, the patch series and the
+//! other source checks, the debug kernel and the selftests against its
+//! headers, KUnit in one VM, then on clusters of VMs the cluster test (and
+//! a minute of `lite-fuzz`), the failure test ([`failure_test`]), the
+//! partition test ([`partition_test`]) and programs of one's own
+//! ([`exec_test`]), and last the nestings of LITE's locks that lockdep saw
+//! in every guest against the lock order the kernel code states
+//! ([`lockdep`]). A step that cannot run because an earlier one failed
+//! counts as one failure. The final count is KUnit cases + every program's
+//! TAP results on every node (those of the victim's first boot excepted) +
+//! one per other check: each step without cases of its own, each log and
+//! kmemleak scan, and the checks each cluster step's function names.
 
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread::sleep;
@@ -179,12 +161,19 @@ impl Tally {
         }
     }
 
-    /// Counts `result` as one check; its error is a problem of `label`.
-    fn check_result<E: std::fmt::Display>(&mut self, label: &str, result: Result<(), E>) {
-        self.check(result.is_ok());
-        if let Err(err) = result {
-            self.problems.push(format!("[{label}] {err:#}"));
-        }
+    /// Notes each of `problems` as `label`'s; whether there was none.
+    fn note(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) -> bool {
+        let before = self.problems.len();
+        let noted = problems.into_iter().map(|p| format!("[{label}] {p:#}"));
+        self.problems.extend(noted);
+        self.problems.len() == before
+    }
+
+    /// Counts one check, failed by any of `problems` (an error, or a
+    /// list), each noted as `label`'s.
+    fn check_result(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) {
+        let none = self.note(label, problems);
+        self.check(none);
     }
 
     /// Notes how the wait for the VMs ended: a problem if it failed.
@@ -259,12 +248,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         3,
         "debug kernel build, and the selftests against its headers",
         || {
-            kernel = Some(kernel::image(
-                &cache,
-                Flavour::Debug,
-                kernel_src,
-                kernel_image,
-            )?);
+            let image = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
+            kernel = Some(image);
             selftest = Some(build_selftest(&cache, kernel_src, &logs)?);
             Ok(())
         },
@@ -342,14 +327,8 @@ fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()>
     let source = repo_root().join(lockdep::LOCK_ORDER_SOURCE);
     let text = std::fs::read_to_string(&source)
         .with_context(|| format!("reading {}", source.display()))?;
-    let kernel = repo_root().join("rust-lite");
-    let mut sources = Vec::new();
-    for file in fsutil::walk_files(&kernel)? {
-        if file.extension().is_some_and(|e| e == "rs") {
-            sources.push(fsutil::read_to_string(&kernel.join(file))?);
-        }
-    }
-    let condvars = lockdep::condvar_classes(sources.iter().map(String::as_str));
+    let sources = fsutil::read_rust_sources(&repo_root().join("rust-lite"))?;
+    let condvars = lockdep::condvar_classes(sources.values().map(String::as_str));
     let problems = lockdep::problems(&lockdep::documented(&text), seen, &condvars);
     for problem in &problems {
         ui::say(&format!("    {problem}"));
@@ -448,8 +427,9 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
         let with_modules = logs.join("kunit-initrd.cpio");
-        fsutil::copy(&initrd, &with_modules)?;
-        newc::append_file(&with_modules, &modules)?;
+        let modules =
+            std::fs::read(&modules).with_context(|| format!("reading {}", modules.display()))?;
+        newc::extend(&initrd, &with_modules, &[&modules])?;
         initrd = with_modules;
     }
     let serial_log = logs.join("kunit.log");
@@ -555,7 +535,7 @@ impl Tally {
             let label = format!("{name} {program}");
             match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
                 Some(output) => self.tap(&label, &output.text),
-                None => self.check_result(&label, Err("never started")),
+                None => self.check_result(&label, ["never started"]),
             }
         }
         self.scan(name, log);
@@ -568,12 +548,10 @@ impl Tally {
     fn test_role(&mut self, name: &str, log: &str, programs: &[&str]) {
         self.programs(name, log, programs);
         let findings = kmemleak::check(log);
-        self.check(findings.problems.is_empty());
         for warning in &findings.warnings {
             ui::progress(&format!("[{name}] warning: {warning}"));
         }
-        let found = findings.problems.into_iter();
-        self.problems.extend(found.map(|p| format!("[{name}] {p}")));
+        self.check_result(name, findings.problems);
     }
 
     /// Counts the TAP results in `output`, one program's, reported as
@@ -592,9 +570,7 @@ impl Tally {
             report.failed(),
             report.skipped()
         ));
-        let found = report.problems().into_iter();
-        self.problems
-            .extend(found.map(|p| format!("[{label}] {p}")));
+        self.note(label, report.problems());
         // A program without any TAP output has no result to count: count it.
         if report.points.is_empty() && report.planned.is_none() {
             self.failed += 1;
@@ -604,10 +580,7 @@ impl Tally {
     /// Counts the scan of a node's whole log for crashes and its exit.
     fn scan(&mut self, name: &str, log: &str) {
         self.lock_nestings.extend(lockdep::seen(log));
-        let scan = logscan::problems(log);
-        self.check(scan.is_empty());
-        self.problems
-            .extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+        self.check_result(name, logscan::problems(log));
     }
 }
 
@@ -682,8 +655,8 @@ fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    counts.check_result(&format!("node{victim}"), killed);
-    counts.check_result(&format!("node{victim}"), rebooted);
+    counts.check_result(&format!("node{victim}"), killed.err());
+    counts.check_result(&format!("node{victim}"), rebooted.err());
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
             counts.programs(name, &read_log(path), &SURVIVOR_PROGRAMS);
@@ -691,7 +664,7 @@ fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
             let log = read_log(path);
             counts.test_role(name, &log, &TEST_PROGRAMS);
             let same_id = same_node_again(&read_log(&first_boot_log), &log);
-            counts.check_result(name, same_id);
+            counts.check_result(name, same_id.err());
         }
     }
     counts.verdict(waited)
@@ -960,9 +933,9 @@ fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()
             )),
         ),
     };
-    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned);
-    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death);
-    counts.check_result(&format!("node{cut}"), partitioned);
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned.err());
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death.err());
+    counts.check_result(&format!("node{cut}"), partitioned.err());
     for (name, path) in &node_logs {
         counts.node(name, &read_log(path));
     }
@@ -1134,7 +1107,12 @@ const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloade
 fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
-    compile_exec_example(&program)?;
+    let flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-I"];
+    let (include, example) = (
+        repo_root().join("userspace/include"),
+        repo_root().join(EXEC_EXAMPLE),
+    );
+    compile(&flags, &include, &example, &program)?;
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
     let _ = run_own_program(images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
@@ -1185,7 +1163,7 @@ fn run_own_program(
     for node in &run.nodes {
         let log = read_log(&node.log);
         counts.scan(&node.name, &log);
-        counts.check_result(&node.name, done(&log));
+        counts.check_result(&node.name, done(&log).err());
         node_logs.push((node.name.clone(), log));
     }
     counts.waited(run.waited);
@@ -1206,29 +1184,17 @@ fn build_selftest(cache: &Cache, kernel_src: Option<&Path>, logs: &Path) -> Resu
         .dir
         .join(SELFTEST_SOURCE);
     let program = logs.join(SELFTEST_NAME);
-    process::output(
-        Command::new("cc")
-            .args(["-O2", "-Wall", "-Werror", "-isystem"])
-            .arg(headers)
-            .arg("-o")
-            .arg(&program)
-            .arg(&source),
-    )
-    .with_context(|| format!("cannot compile {}", source.display()))?;
+    let flags = ["-O2", "-Wall", "-Werror", "-isystem"];
+    compile(&flags, &headers, &source, &program)?;
     Ok(program)
 }
 
-/// `cc -O2 -Wall -Wextra -Werror -I userspace/include -o program EXAMPLE`.
-fn compile_exec_example(program: &Path) -> Result<()> {
-    process::output(
-        Command::new("cc")
-            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(repo_root().join("userspace/include"))
-            .arg("-o")
-            .arg(program)
-            .arg(repo_root().join(EXEC_EXAMPLE)),
-    )
-    .with_context(|| format!("cannot compile {EXEC_EXAMPLE}"))?;
+/// `cc FLAGS DIR -o program source`, FLAGS ending with the option that
+/// takes the include directory `dir`.
+fn compile(flags: &[&str], dir: &Path, source: &Path, program: &Path) -> Result<()> {
+    let mut cc = Command::new("cc");
+    cc.args(flags).arg(dir).arg("-o").arg(program).arg(source);
+    process::output(&mut cc).with_context(|| format!("cannot compile {}", source.display()))?;
     Ok(())
 }
 
@@ -1278,48 +1244,32 @@ mod tests {
     }
 
     #[test]
-    fn only_the_failure_phase_node_booted_again_keeps_kmemleak() {
-        let roles = failure_roles(FAILURE_NODES);
-        for (i, role) in (1..=FAILURE_NODES).zip(roles) {
+    fn the_failure_phase_keeps_the_defaults_and_only_the_node_booted_again_keeps_kmemleak() {
+        // The failure phase tests failure detection: LITE's 3 s, also on
+        // the victim's first boot.
+        assert_eq!(FAILURE_PHASE_DEAD_AFTER_MS, None);
+        for (i, role) in (1..=FAILURE_NODES).zip(failure_roles(FAILURE_NODES)) {
             let append = failure_phase_append(i);
             if role == VICTIM_ROLE {
                 assert!(append.is_empty(), "node {i}: {append:?}");
+                assert!(!role_body(&role).contains("set_manager_timeout"));
             } else {
-                assert_eq!(append[0], "kmemleak=off", "node {i}");
-                // Survivors never scan, so nothing waits for a report.
+                // Survivors never scan, so nothing waits for a report; each
+                // is given the API tests' silence ...
+                let ip2 = format!("lite.ip2={}/24", cluster::second_ip(i));
+                let tolerant = "lite.clustertestcmtimeout=10000";
+                assert_eq!(append, ["kmemleak=off", tolerant, &ip2], "node {i}");
                 assert!(!role_body(&role).contains("kmemleak_report"), "{role}");
             }
         }
         assert!(role_body(REJOIN_ROLE).contains("kmemleak_report"));
-    }
-
-    #[test]
-    fn the_failure_phase_keeps_the_defaults_and_the_cluster_test_after_it_is_tolerant() {
-        // The failure phase tests failure detection: LITE's 3 s, also on
-        // the victim's first boot.
-        assert_eq!(FAILURE_PHASE_DEAD_AFTER_MS, None);
-        let victim = failure_phase_append(FAILURE_NODES);
-        assert!(!victim.iter().any(|p| p.contains("cmtimeout")));
-        assert!(!role_body(VICTIM_ROLE).contains("set_manager_timeout"));
-        // Every survivor is given the API tests' silence ...
-        let silence = cluster::API_TEST_DEAD_AFTER_MS;
-        let tolerant = format!("{CLUSTER_TEST_CMTIMEOUT}={silence}");
-        assert_eq!(tolerant, "lite.clustertestcmtimeout=10000");
-        for i in 1..FAILURE_NODES {
-            assert!(failure_phase_append(i).contains(&tolerant), "node {i}");
-        }
         // ... and takes it once its failure program ended, before the
         // marker after which the harness tells the manager the same.
-        let survivor = role_body(SURVIVOR_ROLE);
-        let position = |text: &str| {
-            survivor
-                .find(text)
-                .unwrap_or_else(|| panic!("no {text:?} in {survivor}"))
-        };
-        let failure_program = position("\tlite-failure-test --cm");
-        let tolerant_from_here = position("set_manager_timeout \"$clustertestcmtimeout\"");
-        let cluster_test = position("program lite-cluster-test\n");
-        assert!(failure_program < tolerant_from_here && tolerant_from_here < cluster_test);
+        let tolerant_from_here = "set_manager_timeout \"$clustertestcmtimeout\"";
+        let (failure_program, cluster_test) =
+            ("\tlite-failure-test --cm", "program lite-cluster-test\n");
+        let order = [failure_program, tolerant_from_here, cluster_test];
+        crate::initramfs::assert_in_order(role_body(SURVIVOR_ROLE), &order);
     }
 
     /// A failure test's cluster for [`rejoin_phase`], in a directory of
@@ -1403,12 +1353,6 @@ mod tests {
             let name = self.name(i);
             let log = self.log(&name);
             Ok((name, log))
-        }
-
-        fn node_logs(&self) -> Vec<(String, PathBuf)> {
-            (1..=FAILURE_NODES)
-                .map(|i| (self.name(i), self.log(&self.name(i))))
-                .collect()
         }
 
         fn node_exited(&mut self, i: usize) -> Result<bool> {
@@ -1522,28 +1466,40 @@ mod tests {
     }
 
     #[test]
-    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
-        let body = role_body(SURVIVOR_ROLE);
-        assert_runs_in_order(body, &SURVIVOR_PROGRAMS, "--cm");
+    fn each_role_announces_its_programs_in_the_order_they_are_counted() {
+        for (role, programs, options) in [
+            (SURVIVOR_ROLE, &SURVIVOR_PROGRAMS[..], "--cm"),
+            (TEST_ROLE, &TEST_PROGRAMS, "--"),
+            (TEST_ROLE, &FUZZED_TEST_PROGRAMS, "--"),
+        ] {
+            assert_runs_in_order(role_body(role), programs, options);
+        }
         // The marker /init prints is the one the harness splits at.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
         // The cluster test, on every node of the failure test's cluster.
         assert!(role_body(REJOIN_ROLE).contains("lite-cluster-test --cm"));
-        assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
-    }
-
-    #[test]
-    fn the_test_role_runs_its_programs_in_order_then_the_leak_scan_last() {
-        let body = role_body(TEST_ROLE);
-        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
+        let survivor = role_body(SURVIVOR_ROLE);
+        assert!(survivor.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
         // The baseline the cluster test saves is the one compared.
+        let body = role_body(TEST_ROLE);
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
         assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
-        // The scan comes after every program, as the role's last step.
+        // The leak scan comes after every program, as the role's last step.
+        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
         let last = body.lines().map(str::trim).rfind(|l| !l.is_empty());
         assert_eq!(last, Some("kmemleak_report"), "{body}");
         assert!(body[from..].contains("kmemleak_report"));
+        // Fuzzing only with a fuzzing time from the harness, and its seed.
+        let announced = body.find("program lite-fuzz").expect("lite-fuzz announced");
+        let condition = body[..announced].rfind("if [ \"$fuzzsecs\" -gt 0 ]");
+        let condition = condition.expect("fuzzing depends on lite.fuzzsecs");
+        assert!(body[condition..].contains(
+            "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
+        ));
+        let params = ["lite.fuzzsecs=60", "lite.seed=0x1"];
+        assert_eq!(fuzz::kernel_params(FUZZ_SECONDS, 1), params);
+        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
     }
 
     #[test]
@@ -1619,22 +1575,6 @@ mod tests {
                 .into(),
         ];
         assert_eq!(found, want);
-    }
-
-    #[test]
-    fn the_test_role_fuzzes_before_the_resource_check_when_asked() {
-        let body = role_body(TEST_ROLE);
-        assert_runs_in_order(body, &FUZZED_TEST_PROGRAMS, "--");
-        // Only with a fuzzing time from the harness, and with its seed.
-        let announced = body.find("program lite-fuzz").expect("lite-fuzz announced");
-        let condition = body[..announced].rfind("if [ \"$fuzzsecs\" -gt 0 ]");
-        let condition = condition.expect("fuzzing depends on lite.fuzzsecs");
-        assert!(body[condition..].contains(
-            "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
-        ));
-        let params = ["lite.fuzzsecs=60", "lite.seed=0x1"];
-        assert_eq!(fuzz::kernel_params(FUZZ_SECONDS, 1), params);
-        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
     }
 
     #[test]

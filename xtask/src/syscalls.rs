@@ -56,21 +56,27 @@ pub fn load(uapi_header: &str, syscalls_c: &str) -> Result<Vec<Syscall>> {
     Ok(calls)
 }
 
+/// Each `#define NAME VALUE` line of C `text`: the line, NAME and VALUE.
+pub fn defines(text: &str) -> impl Iterator<Item = (&str, &str, &str)> {
+    text.lines().filter_map(|line| {
+        let rest = line.trim_start().strip_prefix("#define")?;
+        let rest = rest.strip_prefix(char::is_whitespace)?.trim_start();
+        let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        Some((line, name, value.trim()))
+    })
+}
+
 /// `(name, number)` from lines `#define __NR_lite_<name> <number>`.
 pub fn parse_numbers(header: &str) -> Result<Vec<(String, u32)>> {
     let mut out: Vec<(String, u32)> = Vec::new();
-    for line in header.lines() {
-        let mut words = line.split_whitespace();
-        if words.next() != Some("#define") {
-            continue;
-        }
-        let Some(name) = words.next().and_then(|w| w.strip_prefix("__NR_")) else {
+    for (line, name, value) in defines(header) {
+        let Some(name) = name
+            .strip_prefix("__NR_")
+            .filter(|n| n.starts_with("lite_"))
+        else {
             continue;
         };
-        if !name.starts_with("lite_") {
-            continue;
-        }
-        let Some(value) = words.next() else {
+        let Some(value) = value.split_whitespace().next() else {
             bail!("`{}` has no value", line.trim());
         };
         let Ok(number) = value.parse::<u32>() else {

@@ -331,17 +331,11 @@ struct Header {
 fn parse_header(text: &str, problems: &mut Vec<String>) -> Header {
     let code = syscalls::code_only(text);
     let mut header = Header::default();
-    for line in code.lines() {
-        let mut words = line.split_whitespace();
-        if words.next() != Some("#define") {
-            continue;
-        }
+    for (_, name, value) in syscalls::defines(&code) {
         // Function-like macros (`NAME(args)`) are no constants.
-        let Some(name) = words.next().filter(|n| n.chars().all(is_ident_char)) else {
-            continue;
-        };
-        let value = words.collect::<Vec<_>>().join(" ");
-        header.defines.insert(name.to_string(), eval_c(&value));
+        if name.chars().all(is_ident_char) {
+            header.defines.insert(name.to_string(), eval_c(value));
+        }
     }
     parse_c_structs(&code, &mut header, problems);
     parse_prototypes(&comment_text(text), &mut header, problems);

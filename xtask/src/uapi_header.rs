@@ -23,32 +23,10 @@ const SYSTEM_INCLUDE: &str = "/usr/include";
 
 /// The compilers and their flags: the kernel's header test (C90), a
 /// recent C, and C++.
-const COMPILERS: [(&str, &[&str]); 3] = [
-    ("cc", &["-x", "c", "-std=c90", "-Wall", "-Werror"]),
-    (
-        "cc",
-        &[
-            "-x",
-            "c",
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-pedantic",
-            "-Werror",
-        ],
-    ),
-    (
-        "c++",
-        &[
-            "-x",
-            "c++",
-            "-std=c++11",
-            "-Wall",
-            "-Wextra",
-            "-pedantic",
-            "-Werror",
-        ],
-    ),
+const COMPILERS: [(&str, &str); 3] = [
+    ("cc", "-x c -std=c90 -Wall -Werror"),
+    ("cc", "-x c -std=c11 -Wall -Wextra -pedantic -Werror"),
+    ("c++", "-x c++ -std=c++11 -Wall -Wextra -pedantic -Werror"),
 ];
 
 /// Checks the header with every compiler of [`COMPILERS`] and with
@@ -78,7 +56,7 @@ fn compile(include: &Path, header: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for (compiler, flags) in COMPILERS {
         let mut cmd = Command::new(compiler);
-        cmd.args(flags)
+        cmd.args(flags.split(' '))
             .args(["-fsyntax-only", "/dev/null", "-I"])
             .arg(include)
             .arg("-include")
@@ -86,7 +64,7 @@ fn compile(include: &Path, header: &Path) -> Result<Vec<String>> {
             .arg("-include")
             .arg(header);
         if let Some(problem) = process::complaint(&mut cmd)? {
-            problems.push(format!("{compiler} {}: {problem}", flags.join(" ")));
+            problems.push(format!("{compiler} {flags}: {problem}"));
         }
     }
     Ok(problems)

@@ -1,27 +1,10 @@
-//! `cargo xtask cluster`: the tests' QEMU cluster for a program of one's
-//! own (`--exec`), or for a shell on node 1 (`--shell`).
-//!
-//! The cluster is the one the tests boot ([`Cluster`]): the cluster manager
-//! on the host side of a private bridge, a fresh cluster secret in every
-//! node's keyring, rxe and debugfs set up by the guests' `/init`, and the
-//! API tests' tolerant dead-after ([`cluster::API_TEST_DEAD_AFTER_MS`]).
-//!
-//! `--exec PATH ARGS...` copies PATH into the guests in a cpio archive
-//! appended to the initramfs, as the cluster's secret is: the program in
-//! [`GUEST_PROGRAM_DIR`], the shared libraries `ldd` lists for a
-//! dynamically linked one where the guests look for them, and a script,
-//! [`GUEST_COMMAND`], that runs it with ARGS. Every node runs guest role
-//! [`EXEC_ROLE`], which runs that script in the environment
-//! [`program_environment`] gives (through [`ENV_PARAM`] on the kernel
-//! command line); the program joins the cluster itself. Each node's
-//! console is shown while the program runs, prefixed with the node's name,
-//! and the command exits with the worst of the nodes' statuses
-//! ([`NodeStatus`]).
-//!
-//! `--shell` makes node 1's serial console this terminal: node 1 (role
-//! [`SHELL_ROLE`]) joins, then runs an interactive shell in the same
-//! environment; the other nodes (role [`IDLE_ROLE`]) join and wait. The
-//! command ends when that shell exits, with its exit status.
+//! `cargo xtask cluster`: the tests' QEMU cluster ([`Cluster`], with the
+//! API tests' tolerant dead-after) for a program of one's own (`--exec`,
+//! see [`ProgramArchive`] and [`run_program`]: every node runs it, its
+//! console shown, and the command exits with the worst node's status,
+//! [`NodeStatus`]), or for a shell on node 1 (`--shell`, see [`shell`]).
+//! Either way the program or shell has [`program_environment`], through
+//! [`ENV_PARAM`] on the kernel command line, and joins the cluster itself.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -216,43 +199,36 @@ fn linking(bytes: &[u8]) -> Result<Linking, String> {
         return Err("not a 64-bit little-endian ELF file: the guests are x86-64".to_string());
     }
     let truncated = || "a truncated ELF file".to_string();
-    let machine = read_u16(bytes, 0x12).ok_or_else(truncated)?;
-    if machine != EM_X86_64 {
+    let field = |at: usize, len: usize| read_le(bytes, at, len).ok_or_else(truncated);
+    let machine = field(0x12, 2)?;
+    if machine != u64::from(EM_X86_64) {
         return Err(format!(
             "built for ELF machine {machine}, not x86-64 ({EM_X86_64}): the guests are x86-64"
         ));
     }
-    let headers_at = read_u64(bytes, 0x20).ok_or_else(truncated)?;
-    let header_size = read_u16(bytes, 0x36).ok_or_else(truncated)?;
-    let headers = read_u16(bytes, 0x38).ok_or_else(truncated)?;
-    for index in 0..u64::from(headers) {
+    let (headers_at, header_size, headers) = (field(0x20, 8)?, field(0x36, 2)?, field(0x38, 2)?);
+    for index in 0..headers {
         let at = index
-            .checked_mul(u64::from(header_size))
+            .checked_mul(header_size)
             .and_then(|offset| offset.checked_add(headers_at))
             .and_then(|at| usize::try_from(at).ok())
             .ok_or_else(truncated)?;
-        if read_u32(bytes, at).ok_or_else(truncated)? == PT_INTERP {
+        if field(at, 4)? == u64::from(PT_INTERP) {
             return Ok(Linking::Dynamic);
         }
     }
     Ok(Linking::Static)
 }
 
-/// The little-endian `N` bytes at `at`, if `bytes` holds them.
-fn read_le<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
-    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
-fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
-    read_le(bytes, at).map(u16::from_le_bytes)
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    read_le(bytes, at).map(u32::from_le_bytes)
-}
-
-fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    read_le(bytes, at).map(u64::from_le_bytes)
+/// The little-endian integer of `len` bytes at `at`, if `bytes` holds them.
+fn read_le(bytes: &[u8], at: usize, len: usize) -> Option<u64> {
+    let field = bytes.get(at..at.checked_add(len)?)?;
+    Some(
+        field
+            .iter()
+            .rev()
+            .fold(0, |value, &byte| value << 8 | u64::from(byte)),
+    )
 }
 
 /// The absolute path `path` (a library's, as `initramfs` installs it: see
@@ -594,11 +570,7 @@ impl InitrdWithProgram {
         let initrd = Self {
             dir: TempDir::private("lite-exec")?,
         };
-        let path = initrd.path();
-        fs::copy(initramfs, &path).with_context(|| {
-            format!("cannot copy {} to {}", initramfs.display(), path.display())
-        })?;
-        newc::append(&path, &archive.bytes())?;
+        newc::extend(initramfs, &initrd.path(), &[&archive.bytes()])?;
         Ok(initrd)
     }
 
@@ -610,18 +582,15 @@ impl InitrdWithProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::initramfs::role_body;
-    use crate::newc::DIRECTORY;
+    use crate::initramfs::{assert_in_order, role_body};
 
     #[test]
     fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
+        let params = "lite.env=LITE_CM_ADDRESS=10.77.0.254:18500 \
+                      lite.env=LITE_NODE_ADDRESS=10.77.0.2 lite.env=LITE_NODES=3";
         assert_eq!(
             environment_params(2, 3),
-            [
-                "lite.env=LITE_CM_ADDRESS=10.77.0.254:18500",
-                "lite.env=LITE_NODE_ADDRESS=10.77.0.2",
-                "lite.env=LITE_NODES=3"
-            ]
+            params.split(' ').collect::<Vec<_>>()
         );
         for param in environment_params(1, 32) {
             assert!(!param.contains(char::is_whitespace), "{param}");
@@ -738,30 +707,6 @@ mod tests {
     }
 
     #[test]
-    fn the_archive_holds_its_directories_before_its_files() {
-        let files = vec![
-            ("opt/lite-exec/bin/p".to_string(), b"program".to_vec()),
-            ("opt/lite-exec/run.sh".to_string(), b"script".to_vec()),
-            ("usr/lib64/ld.so".to_string(), b"loader".to_vec()),
-        ];
-        let entries = newc::with_directories(&files, REGULAR_FILE | 0o755);
-        let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
-        let (dir, file) = (DIRECTORY | 0o755, REGULAR_FILE | 0o755);
-        let expected = [
-            ("opt", dir),
-            ("opt/lite-exec", dir),
-            ("opt/lite-exec/bin", dir),
-            ("usr", dir),
-            ("usr/lib64", dir),
-            ("opt/lite-exec/bin/p", file),
-            ("opt/lite-exec/run.sh", file),
-            ("usr/lib64/ld.so", file),
-        ];
-        assert_eq!(listed, expected);
-        assert_eq!(entries[5].data, b"program");
-    }
-
-    #[test]
     fn a_dynamically_linked_program_brings_its_libraries() {
         let program = Path::new("/bin/true");
         if !program.is_file() {
@@ -822,12 +767,11 @@ mod tests {
     fn init_runs_the_program_or_the_shell_in_the_environment_given() {
         let init = include_str!("init.sh");
         // No environment by default, then the lite.env= parameters, then the roles.
-        let at = |text: &str| init.find(text).unwrap_or_else(|| panic!("{text}"));
-        let default = at("\nprogramenv=\n");
-        let parsing = at("for arg in $(cat /proc/cmdline); do");
-        let parsed = at("\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n");
-        let roles = at("case \"$run\" in");
-        assert!(default < parsing && parsing < parsed && parsed < roles);
+        let parsed = "\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n";
+        let roles = "case \"$run\" in";
+        let parsing = "for arg in $(cat /proc/cmdline); do";
+        assert_in_order(init, &["\nprogramenv=\n", parsing, parsed, roles]);
+        let roles = init.find(roles).expect("the roles");
         assert_eq!(ENV_PARAM, "lite.env=");
         assert!(init.contains("#   lite.env=NAME=VALUE"));
         for role in [EXEC_ROLE, SHELL_ROLE, IDLE_ROLE] {
@@ -844,7 +788,7 @@ mod tests {
             let joins = role_body(role).starts_with("\n\tjoin_from_environment\n");
             assert!(joins, "{role}");
         }
-        let join = &init[at("\njoin_from_environment() {")..];
+        let join = &init[init.find("\njoin_from_environment() {").expect("join")..];
         assert!(join.contains("env $programenv python3 -c"));
         assert!(join.contains("os.environ[\"LITE_CM_ADDRESS\"].rsplit(\":\", 1)"));
     }
