@@ -16,7 +16,7 @@
 //! The latency histogram's buckets are upper bounds in microseconds:
 //! powers of two from 1 to 2^20, then `inf`.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 use std::path::Path;
@@ -192,20 +192,25 @@ impl OpStats {
     }
 }
 
-/// The names of the `struct lite_stats` fields, in order, and accessors.
-type CounterField = (&'static str, fn(&mut LiteStats) -> &mut u64);
+/// A counter of a line's: its name in the file and its field.
+type Field<T> = (&'static str, fn(&mut T) -> &mut u64);
+
+/// The fields named, each with its own name.
+macro_rules! fields {
+    { $type:ty: $($field:ident)* } => { [$((stringify!($field), |s: &mut $type| &mut s.$field)),*] };
+}
 
 /// Every field of [`LiteStats`] with its name in the statistics file,
 /// which is the field's own.
-const COUNTERS: [CounterField; 15] = {
-    macro_rules! fields {
-        { $($field:ident)* } => { [$((stringify!($field), |s| &mut s.$field)),*] };
-    }
-    fields! {
-        lmrs registrations mappings published_names held_chunks handles processes
-        async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
-    }
+const COUNTERS: [Field<LiteStats>; 15] = fields! { LiteStats:
+    lmrs registrations mappings published_names held_chunks handles processes
+    async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
 };
+
+/// The counters of an operation line between `priority=` and
+/// `latency_us=`, in file order.
+const OP_COUNTERS: [Field<OpStats>; 5] =
+    fields! { OpStats: ops bytes errors throttled throttled_us };
 
 /// The contents of the statistics file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,17 +272,12 @@ impl fmt::Display for DebugStats {
             writeln!(f, "{name} {}", field(&mut counters))?;
         }
         for row in &self.ops {
-            write!(
-                f,
-                "op={} priority={} ops={} bytes={} errors={} throttled={} throttled_us={} latency_us=",
-                row.op.name(),
-                row.priority.name(),
-                row.ops,
-                row.bytes,
-                row.errors,
-                row.throttled,
-                row.throttled_us
-            )?;
+            write!(f, "op={} priority={}", row.op.name(), row.priority.name())?;
+            let mut counts = *row;
+            for (key, field) in OP_COUNTERS {
+                write!(f, " {key}={}", field(&mut counts))?;
+            }
+            f.write_str(" latency_us=")?;
             for (index, count) in row.latency_us.iter().enumerate() {
                 let separator = if index == 0 { "" } else { "," };
                 match latency_bound(index) {
@@ -340,14 +340,8 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     let priority = priority_from_name(priority_name)
         .ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
     let mut row = OpStats::new(op, priority);
-    for (key, slot) in [
-        ("ops", &mut row.ops),
-        ("bytes", &mut row.bytes),
-        ("errors", &mut row.errors),
-        ("throttled", &mut row.throttled),
-        ("throttled_us", &mut row.throttled_us),
-    ] {
-        *slot = parse_number(field(items.next(), key)?, key)?;
+    for (key, counter) in OP_COUNTERS {
+        *counter(&mut row) = parse_number(field(items.next(), key)?, key)?;
     }
     row.latency_us = parse_histogram(field(items.next(), "latency_us")?)?;
     if let Some(extra) = items.next() {
@@ -356,42 +350,56 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     Ok(row)
 }
 
+/// Reads `text` line by line with `read`, each line trimmed and empty
+/// lines skipped; an error names the line.
+pub(crate) fn for_each_line<'a>(
+    text: &'a str,
+    mut read: impl FnMut(&'a str) -> Result<(), String>,
+) -> Result<(), String> {
+    for (number, line) in (1..).zip(text.lines().map(str::trim)) {
+        if !line.is_empty() {
+            read(line).map_err(|e| format!("line {number}: {e}: {line:?}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` if a line set nothing an earlier line had set (`previous`, what it
+/// replaced, is `None`); `repeated` otherwise.
+pub(crate) fn once<V>(previous: Option<V>, repeated: &str) -> Result<(), String> {
+    previous.map_or(Ok(()), |_| Err(repeated.to_string()))
+}
+
 /// Parses the statistics file. Every `struct lite_stats` field must be
 /// there once, and one line for every operation type and priority; other
 /// `NAME VALUE` lines (counters added later) are ignored.
 pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
     let mut counters = LiteStats::default();
-    let mut seen = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     let mut ops: Vec<OpStats> = Vec::new();
-    for (number, line) in (1..).zip(text.lines()) {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let at = |e: String| format!("line {number}: {e}: {line:?}");
+    for_each_line(text, |line| {
         if line.starts_with("op=") {
-            let row = parse_op_line(line).map_err(at)?;
+            let row = parse_op_line(line)?;
             if ops
                 .iter()
                 .any(|r| (r.op, r.priority) == (row.op, row.priority))
             {
-                return Err(at("repeated operation and priority".into()));
+                return Err("repeated operation and priority".into());
             }
             ops.push(row);
-            continue;
+            return Ok(());
         }
         let (name, value) = line
             .split_once(' ')
-            .ok_or_else(|| at("expected NAME VALUE or op=...".into()))?;
-        let value = parse_number(value.trim(), name).map_err(at)?;
+            .ok_or("expected NAME VALUE or op=...")?;
+        let value = parse_number(value.trim(), name)?;
         if let Some((_, field)) = COUNTERS.iter().find(|(n, _)| *n == name) {
-            if seen.insert(name, value).is_some() {
-                return Err(at("repeated counter".into()));
-            }
             *field(&mut counters) = value;
+            return once(seen.replace(name), "repeated counter");
         }
-    }
-    if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains_key(n)) {
+        Ok(())
+    })?;
+    if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains(n)) {
         return Err(format!("counter {missing} is missing"));
     }
     for OpStats { op, priority, .. } in DebugStats::new().ops {
