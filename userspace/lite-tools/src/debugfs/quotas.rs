@@ -436,19 +436,25 @@ mod tests {
     #[test]
     fn the_headers_lines_parse() {
         let file = parse_quotas(SAMPLE).expect("parses");
-        assert_eq!(file.defaults, DEFAULT_LIMITS);
         let own = DEFAULT_LIMITS
             .with(Resource::RemoteMemory, Limit::At(268_435_456))
             .with(Resource::Lmrs, Limit::At(100));
-        assert_eq!(file.users.get(&1000), Some(&own));
-        assert_eq!(file.users.len(), 1);
-        assert_eq!(file.node_default, Limit::At(4 << 30));
-        assert_eq!(file.nodes.get(&2), Some(&Limit::At(1 << 20)));
-        assert_eq!(file.usage_of(0).get(Resource::Locks), 3);
+        let usage = [
+            (0, PerResource([4096, 0, 1, 0, 0, 3])),
+            (1000, PerResource([0, 8192, 1, 1, 0, 0])),
+        ];
+        let expected = QuotasFile {
+            defaults: DEFAULT_LIMITS,
+            users: [(1000, own)].into(),
+            node_default: Limit::At(4 << 30),
+            nodes: [(2, Limit::At(1 << 20))].into(),
+            usage: usage.into(),
+            served: [(2, 512 << 10)].into(),
+        };
+        assert_eq!(file, expected);
         assert_eq!(file.usage_of(1000).get(Resource::PinnedMemory), 8192);
         assert!(file.usage_of(5).is_empty());
-        assert_eq!(file.served_for(2), 512 << 10);
-        assert_eq!(file.served_for(3), 0);
+        assert_eq!((file.served_for(2), file.served_for(3)), (512 << 10, 0));
         // The file's own text is what the kernel writes.
         assert_eq!(file.to_string(), SAMPLE);
         assert_eq!(parse_quotas(&file.to_string()), Ok(file));
@@ -456,15 +462,11 @@ mod tests {
 
     #[test]
     fn broken_files_are_refused_with_the_line() {
-        let without_default = SAMPLE.lines().skip(1).collect::<Vec<_>>().join("\n");
-        let no_defaults = parse_quotas(&without_default).expect_err("no defaults");
-        assert!(no_defaults.contains("limit default"));
-        let without_node_default: String = SAMPLE
-            .lines()
-            .filter(|l| !l.starts_with("limit node default"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert!(parse_quotas(&without_node_default).is_err());
+        for (line, missing) in [(0, "limit default"), (2, "limit node default")] {
+            let without = SAMPLE.replace(SAMPLE.lines().nth(line).expect("a line"), "");
+            let error = format!("the {missing} line is missing");
+            assert_eq!(parse_quotas(&without), Err(error));
+        }
         for (broken, why) in [
             ("limit default lmrs=1\n", "lmrs alone"),
             (
@@ -506,16 +508,12 @@ mod tests {
         let line = "limit uid 1000 remote_memory=1073741824 pinned_memory=unlimited lmrs=8 \
                     names=4096 rpc_ports=1024 locks=4096";
         assert_eq!(Command::user_limits(1000, &limits).to_string(), line);
-        assert_eq!(
-            parse_command("limit uid 1000 remote_memory=268435456 lmrs=100"),
-            Ok(Command::User(
-                1000,
-                vec![
-                    (Resource::RemoteMemory, Limit::At(268_435_456)),
-                    (Resource::Lmrs, Limit::At(100))
-                ]
-            ))
-        );
+        let own = vec![
+            (Resource::RemoteMemory, Limit::At(1 << 28)),
+            (Resource::Lmrs, Limit::At(100)),
+        ];
+        let line = "limit uid 1000 remote_memory=268435456 lmrs=100";
+        assert_eq!(parse_command(line), Ok(Command::User(1000, own)));
     }
 
     #[test]
