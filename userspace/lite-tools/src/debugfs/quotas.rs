@@ -299,30 +299,27 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
     let counts = |items: &[&str]| key_values(items.iter().copied(), decimal);
     for_each_line(text, |line| {
         let words: Vec<&str> = line.split_whitespace().collect();
-        match (words.as_slice(), parse_command(line)) {
-            (["limit", ..], Ok(Command::Defaults(items))) => {
-                once(defaults.replace(complete(items)?), "repeated")
-            }
-            (["limit", ..], Ok(Command::User(uid, items))) => {
-                once(users.insert(uid, complete(items)?), "repeated uid")
-            }
-            (["limit", ..], Ok(Command::NodeDefault(limit))) => {
-                once(node_default.replace(limit), "repeated node")
-            }
-            (["limit", ..], Ok(Command::Node(node, limit))) => {
-                once(nodes.insert(node, limit), "repeated node")
-            }
-            (["limit", ..], Ok(_)) => Err("a reset, which the file does not show".to_string()),
-            (["limit", ..], Err(e)) => Err(e),
-            (["usage", "uid", uid, items @ ..], _) => {
+        match words.as_slice() {
+            ["limit", ..] => match parse_command(line)? {
+                Command::Defaults(items) => once(defaults.replace(complete(items)?), "repeated"),
+                Command::User(uid, items) => {
+                    once(users.insert(uid, complete(items)?), "repeated uid")
+                }
+                Command::NodeDefault(limit) => once(node_default.replace(limit), "repeated node"),
+                Command::Node(node, limit) => once(nodes.insert(node, limit), "repeated node"),
+                Command::UserDefault(_) | Command::NodeReset(_) => {
+                    Err("a reset, which the file does not show".to_string())
+                }
+            },
+            ["usage", "uid", uid, items @ ..] => {
                 let parsed = counts(items).and_then(complete)?;
                 once(usage.insert(id(uid, "uid")?, parsed), "repeated uid")
             }
-            (["served", "node", node, items @ ..], _) => {
+            ["served", "node", node, items @ ..] => {
                 let bytes = counts(items).and_then(remote_memory_only)?;
                 once(served.insert(id(node, "node")?, bytes), "repeated node")
             }
-            (["usage" | "served", ..], _) => Err("unknown line".to_string()),
+            ["usage" | "served", ..] => Err("unknown line".to_string()),
             // Lines of kinds added later.
             _ => Ok(()),
         }
