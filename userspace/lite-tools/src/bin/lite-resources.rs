@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::thread;
 use std::time::Duration;
 
 use lite_tools::args::{option, ArgError, Cli, OptionSpec, Parsed};
@@ -57,13 +58,6 @@ fn main() -> ExitCode {
         let baseline = std::fs::read_to_string(&baseline_path)
             .map_err(|e| format!("cannot read {}: {e}", baseline_path.display()));
         let read = || read_file(RESOURCES_FILE);
-        check(
-            tap,
-            &baseline_path,
-            baseline,
-            read,
-            std::thread::sleep,
-            wait,
-        );
+        check(tap, &baseline_path, baseline, read, thread::sleep, wait);
     })
 }
