@@ -57,38 +57,16 @@ pub struct Cli {
 pub enum ArgError {
     /// `-h` or `--help` was given.
     HelpRequested,
-    /// An argument that is not one of the program's options.
-    Unknown(String),
-    /// An option given without its value.
-    MissingValue(&'static str),
-    /// An option given twice.
-    Repeated(&'static str),
-    /// A required option that was not given.
-    Missing(&'static str),
-    /// A value that does not parse or is out of range.
-    Invalid {
-        /// The option.
-        option: &'static str,
-        /// The value given.
-        value: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// What is wrong: an unknown argument, a missing or repeated option, a
+    /// missing value, or one that does not parse or is out of range.
+    Invalid(String),
 }
 
 impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgError::HelpRequested => write!(f, "help requested"),
-            ArgError::Unknown(arg) => write!(f, "unknown argument '{arg}'"),
-            ArgError::MissingValue(option) => write!(f, "--{option} needs a value"),
-            ArgError::Repeated(option) => write!(f, "--{option} given more than once"),
-            ArgError::Missing(option) => write!(f, "--{option} is required"),
-            ArgError::Invalid {
-                option,
-                value,
-                reason,
-            } => write!(f, "invalid value '{value}' for --{option}: {reason}"),
+            ArgError::Invalid(problem) => f.write_str(problem),
         }
     }
 }
@@ -123,22 +101,24 @@ impl Cli {
             if arg == "-h" || arg == "--help" {
                 return Err(ArgError::HelpRequested);
             }
+            let unknown = || ArgError::Invalid(format!("unknown argument '{arg}'"));
             let Some(body) = arg.strip_prefix("--") else {
-                return Err(ArgError::Unknown(arg));
+                return Err(unknown());
             };
             let (name, inline_value) = match body.split_once('=') {
                 Some((name, value)) => (name, Some(value.to_string())),
                 None => (body, None),
             };
             let Some(option) = self.options.iter().find(|o| o.name == name) else {
-                return Err(ArgError::Unknown(arg));
+                return Err(unknown());
             };
+            let problem = |what| ArgError::Invalid(format!("--{} {what}", option.name));
             let value = match inline_value {
                 Some(value) => value,
-                None => args.next().ok_or(ArgError::MissingValue(option.name))?,
+                None => args.next().ok_or_else(|| problem("needs a value"))?,
             };
             if parsed.values.insert(option.name, value).is_some() {
-                return Err(ArgError::Repeated(option.name));
+                return Err(problem("given more than once"));
             }
         }
         Ok(parsed)
@@ -201,7 +181,8 @@ impl Parsed {
         option: &'static str,
         parse: impl FnOnce(&str) -> Result<T, String>,
     ) -> Result<T, ArgError> {
-        let value = self.get(option).ok_or(ArgError::Missing(option))?;
+        let missing = || ArgError::Invalid(format!("--{option} is required"));
+        let value = self.get(option).ok_or_else(missing)?;
         parse(value).map_err(|reason| invalid(option, value, reason))
     }
 
@@ -220,13 +201,10 @@ impl Parsed {
     }
 }
 
-/// Builds an [`ArgError::Invalid`].
+/// The [`ArgError`] of `value`, given for `option`, for `reason`.
 pub fn invalid(option: &'static str, value: &str, reason: impl Into<String>) -> ArgError {
-    ArgError::Invalid {
-        option,
-        value: value.to_string(),
-        reason: reason.into(),
-    }
+    let reason = reason.into();
+    ArgError::Invalid(format!("invalid value '{value}' for --{option}: {reason}"))
 }
 
 /// `value` parsed as a `T`, or why not.
@@ -312,19 +290,23 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         for (args, error) in [
-            (&["-h"][..], ArgError::HelpRequested),
-            (&["--cm", "x", "--help"], ArgError::HelpRequested),
-            (&["--bogus", "1"], ArgError::Unknown("--bogus".into())),
-            (&["stray"], ArgError::Unknown("stray".into())),
-            (&["--cm"], ArgError::MissingValue("cm")),
-            (&["--cm", "a", "--cm", "b"], ArgError::Repeated("cm")),
+            (&["-h"][..], "help requested"),
+            (&["--cm", "x", "--help"], "help requested"),
+            (&["--bogus", "1"], "unknown argument '--bogus'"),
+            (&["stray"], "unknown argument 'stray'"),
+            (&["--cm"], "--cm needs a value"),
+            (&["--cm", "a", "--cm", "b"], "--cm given more than once"),
         ] {
-            assert_eq!(parse(args).err(), Some(error), "{args:?}");
+            let found = parse(args).err().map(|e| e.to_string());
+            assert_eq!(found.as_deref(), Some(error), "{args:?}");
         }
+        assert_eq!(parse(&["-h"]).err(), Some(ArgError::HelpRequested));
         let parsed = parse(&["--nodes", "three"]).expect("syntactically fine");
-        assert_eq!(parsed.required::<u32>("cm"), Err(ArgError::Missing("cm")));
-        let nodes = parsed.required::<u32>("nodes");
-        assert!(matches!(nodes, Err(ArgError::Invalid { option, .. }) if option == "nodes"));
+        let missing = ArgError::Invalid("--cm is required".into());
+        assert_eq!(parsed.required::<u32>("cm"), Err(missing));
+        let nodes = parsed.required::<u32>("nodes").map_err(|e| e.to_string());
+        let invalid = "invalid value 'three' for --nodes: invalid digit found in string";
+        assert_eq!(nodes, Err(invalid.to_string()));
     }
 
     #[test]

@@ -232,24 +232,15 @@ pub struct Watchdog {
     changed: Condvar,
 }
 
-/// Ends a call of [`Watchdog::call`], also when it panicked. The watchdog
-/// signals under the same lock, so no signal is sent once this ran.
-struct CallEnded<'a>(&'a Watchdog);
+/// Runs its closure when dropped, also in a panic: ends a call of
+/// [`Watchdog::call`] (the watchdog signals under the same lock, so no
+/// signal is sent once this ran), or the watchdog's thread once its thread
+/// is done with calls.
+struct OnDrop<F: FnMut()>(F);
 
-impl Drop for CallEnded<'_> {
+impl<F: FnMut()> Drop for OnDrop<F> {
     fn drop(&mut self) {
-        lock(&self.0.watch).call_ends = None;
-    }
-}
-
-/// Ends the watchdog's thread once its thread is done with calls, also
-/// when it panicked.
-struct WatchEnded<'a>(&'a Watchdog);
-
-impl Drop for WatchEnded<'_> {
-    fn drop(&mut self) {
-        lock(&self.0.watch).done = true;
-        self.0.changed.notify_all();
+        (self.0)();
     }
 }
 
@@ -268,7 +259,10 @@ impl Watchdog {
                 .name("deadline".into())
                 .spawn_scoped(scope, || watchdog.watch());
             let value = {
-                let _ended = WatchEnded(&watchdog);
+                let _ended = OnDrop(|| {
+                    lock(&watchdog.watch).done = true;
+                    watchdog.changed.notify_all();
+                });
                 body(&watchdog)
             };
             // A scoped thread is joined at the end of the scope anyway.
@@ -312,7 +306,7 @@ impl Watchdog {
         }
         self.changed.notify_all();
         let value = {
-            let _ended = CallEnded(self);
+            let _ended = OnDrop(|| lock(&self.watch).call_ends = None);
             call()
         };
         let interrupted = lock(&self.watch).interrupted;

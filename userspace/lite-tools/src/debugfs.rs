@@ -16,7 +16,7 @@
 //! The latency histogram's buckets are upper bounds in microseconds:
 //! powers of two from 1 to 2^20, then `inf`.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 use std::path::Path;
@@ -66,49 +66,37 @@ pub const HEARTBEAT_FILE: &str = "heartbeat_ms";
 /// What [`ADMIN_GROUP_FILE`] holds while no group administers LITE.
 pub const NO_ADMIN_GROUP: u32 = u32::MAX;
 
-/// A QoS parameter: a file in [`DEBUGFS_DIR`] holding one decimal number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QosParam {
-    /// `qos_enabled`: 1 (low-priority operations may be throttled) or 0.
-    Enabled,
-    /// `qos_window_us`: a low-priority operation waits while a
-    /// high-priority one is in flight or ended less than this long ago.
-    WindowUs,
-    /// `qos_delay_us`: how long a throttled operation sleeps before
-    /// looking again.
-    DelayUs,
-    /// `qos_max_delay_us`: the longest a low-priority operation waits in all.
-    MaxDelayUs,
+named_enum! {
+    /// A QoS parameter: a file in [`DEBUGFS_DIR`], its name, holding one
+    /// decimal number.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum QosParam {
+        /// 1 (low-priority operations may be throttled) or 0.
+        Enabled = "qos_enabled",
+        /// A low-priority operation waits while a high-priority one is in
+        /// flight or ended less than this long ago.
+        WindowUs = "qos_window_us",
+        /// How long a throttled operation sleeps before looking again.
+        DelayUs = "qos_delay_us",
+        /// The longest a low-priority operation waits in all.
+        MaxDelayUs = "qos_max_delay_us",
+    }
 }
 
 impl QosParam {
-    /// Every parameter.
-    pub const ALL: [QosParam; 4] = [
-        QosParam::Enabled,
-        QosParam::WindowUs,
-        QosParam::DelayUs,
-        QosParam::MaxDelayUs,
-    ];
-
-    /// The file's name in [`DEBUGFS_DIR`] and the value after boot, per
-    /// the uapi header.
-    fn file_and_default(self) -> (&'static str, u64) {
-        match self {
-            QosParam::Enabled => ("qos_enabled", 1),
-            QosParam::WindowUs => ("qos_window_us", 500),
-            QosParam::DelayUs => ("qos_delay_us", 5000),
-            QosParam::MaxDelayUs => ("qos_max_delay_us", 200_000),
-        }
-    }
-
     /// The file's name in [`DEBUGFS_DIR`].
     pub fn file_name(self) -> &'static str {
-        self.file_and_default().0
+        self.name()
     }
 
     /// The value after boot, per the uapi header.
     pub fn default_value(self) -> u64 {
-        self.file_and_default().1
+        match self {
+            QosParam::Enabled => 1,
+            QosParam::WindowUs => 500,
+            QosParam::DelayUs => 5000,
+            QosParam::MaxDelayUs => 200_000,
+        }
     }
 }
 
@@ -192,20 +180,25 @@ impl OpStats {
     }
 }
 
-/// The names of the `struct lite_stats` fields, in order, and accessors.
-type CounterField = (&'static str, fn(&mut LiteStats) -> &mut u64);
+/// A counter of a line's: its name in the file and its field.
+type Field<T> = (&'static str, fn(&mut T) -> &mut u64);
+
+/// The fields named, each with its own name.
+macro_rules! fields {
+    { $type:ty: $($field:ident)* } => { [$((stringify!($field), |s: &mut $type| &mut s.$field)),*] };
+}
 
 /// Every field of [`LiteStats`] with its name in the statistics file,
 /// which is the field's own.
-const COUNTERS: [CounterField; 15] = {
-    macro_rules! fields {
-        { $($field:ident)* } => { [$((stringify!($field), |s| &mut s.$field)),*] };
-    }
-    fields! {
-        lmrs registrations mappings published_names held_chunks handles processes
-        async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
-    }
+const COUNTERS: [Field<LiteStats>; 15] = fields! { LiteStats:
+    lmrs registrations mappings published_names held_chunks handles processes
+    async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
 };
+
+/// The counters of an operation line between `priority=` and
+/// `latency_us=`, in file order.
+const OP_COUNTERS: [Field<OpStats>; 5] =
+    fields! { OpStats: ops bytes errors throttled throttled_us };
 
 /// The contents of the statistics file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,17 +260,12 @@ impl fmt::Display for DebugStats {
             writeln!(f, "{name} {}", field(&mut counters))?;
         }
         for row in &self.ops {
-            write!(
-                f,
-                "op={} priority={} ops={} bytes={} errors={} throttled={} throttled_us={} latency_us=",
-                row.op.name(),
-                row.priority.name(),
-                row.ops,
-                row.bytes,
-                row.errors,
-                row.throttled,
-                row.throttled_us
-            )?;
+            write!(f, "op={} priority={}", row.op.name(), row.priority.name())?;
+            let mut counts = *row;
+            for (key, field) in OP_COUNTERS {
+                write!(f, " {key}={}", field(&mut counts))?;
+            }
+            f.write_str(" latency_us=")?;
             for (index, count) in row.latency_us.iter().enumerate() {
                 let separator = if index == 0 { "" } else { "," };
                 match latency_bound(index) {
@@ -340,14 +328,8 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     let priority = priority_from_name(priority_name)
         .ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
     let mut row = OpStats::new(op, priority);
-    for (key, slot) in [
-        ("ops", &mut row.ops),
-        ("bytes", &mut row.bytes),
-        ("errors", &mut row.errors),
-        ("throttled", &mut row.throttled),
-        ("throttled_us", &mut row.throttled_us),
-    ] {
-        *slot = parse_number(field(items.next(), key)?, key)?;
+    for (key, counter) in OP_COUNTERS {
+        *counter(&mut row) = parse_number(field(items.next(), key)?, key)?;
     }
     row.latency_us = parse_histogram(field(items.next(), "latency_us")?)?;
     if let Some(extra) = items.next() {
@@ -356,42 +338,56 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     Ok(row)
 }
 
+/// Reads `text` line by line with `read`, each line trimmed and empty
+/// lines skipped; an error names the line.
+pub(crate) fn for_each_line<'a>(
+    text: &'a str,
+    mut read: impl FnMut(&'a str) -> Result<(), String>,
+) -> Result<(), String> {
+    for (number, line) in (1..).zip(text.lines().map(str::trim)) {
+        if !line.is_empty() {
+            read(line).map_err(|e| format!("line {number}: {e}: {line:?}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` if a line set nothing an earlier line had set (`previous`, what it
+/// replaced, is `None`); `repeated` otherwise.
+pub(crate) fn once<V>(previous: Option<V>, repeated: &str) -> Result<(), String> {
+    previous.map_or(Ok(()), |_| Err(repeated.to_string()))
+}
+
 /// Parses the statistics file. Every `struct lite_stats` field must be
 /// there once, and one line for every operation type and priority; other
 /// `NAME VALUE` lines (counters added later) are ignored.
 pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
     let mut counters = LiteStats::default();
-    let mut seen = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     let mut ops: Vec<OpStats> = Vec::new();
-    for (number, line) in (1..).zip(text.lines()) {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let at = |e: String| format!("line {number}: {e}: {line:?}");
+    for_each_line(text, |line| {
         if line.starts_with("op=") {
-            let row = parse_op_line(line).map_err(at)?;
+            let row = parse_op_line(line)?;
             if ops
                 .iter()
                 .any(|r| (r.op, r.priority) == (row.op, row.priority))
             {
-                return Err(at("repeated operation and priority".into()));
+                return Err("repeated operation and priority".into());
             }
             ops.push(row);
-            continue;
+            return Ok(());
         }
         let (name, value) = line
             .split_once(' ')
-            .ok_or_else(|| at("expected NAME VALUE or op=...".into()))?;
-        let value = parse_number(value.trim(), name).map_err(at)?;
+            .ok_or("expected NAME VALUE or op=...")?;
+        let value = parse_number(value.trim(), name)?;
         if let Some((_, field)) = COUNTERS.iter().find(|(n, _)| *n == name) {
-            if seen.insert(name, value).is_some() {
-                return Err(at("repeated counter".into()));
-            }
             *field(&mut counters) = value;
+            return once(seen.replace(name), "repeated counter");
         }
-    }
-    if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains_key(n)) {
+        Ok(())
+    })?;
+    if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains(n)) {
         return Err(format!("counter {missing} is missing"));
     }
     for OpStats { op, priority, .. } in DebugStats::new().ops {
@@ -451,15 +447,12 @@ mod tests {
 
     #[test]
     fn buckets_are_powers_of_two_then_inf() {
-        assert_eq!(latency_bound(0), Some(1));
-        assert_eq!(latency_bound(20), Some(1 << 20));
-        assert_eq!(latency_bound(21), None);
-        assert_eq!(latency_bucket(0), 0);
-        assert_eq!(latency_bucket(1), 0);
-        assert_eq!(latency_bucket(3), 2);
-        assert_eq!(latency_bucket(4), 2);
-        assert_eq!(latency_bucket(1 << 20), 20);
-        assert_eq!(latency_bucket((1 << 20) + 1), 21);
+        assert_eq!(
+            [0, 20, 21].map(latency_bound),
+            [Some(1), Some(1 << 20), None]
+        );
+        let us = [0, 1, 3, 4, 1 << 20, (1 << 20) + 1];
+        assert_eq!(us.map(latency_bucket), [0, 0, 2, 2, 20, 21]);
     }
 
     #[test]
@@ -467,43 +460,37 @@ mod tests {
         let stats = sample();
         let text = stats.to_string();
         assert!(text.starts_with("lmrs 3\nregistrations 0\n"), "{text}");
-        assert!(text.contains("\nqos_throttled 7\nop=read priority=none ops=0 "));
         let atomic = "op=atomic priority=high ops=5 bytes=40 errors=0 throttled=0 throttled_us=0 \
                       latency_us=1:0,2:0,4:4,8:0,";
-        assert!(text.contains(atomic));
-        assert!(text.contains(",524288:0,1048576:0,inf:1\n"));
+        let lines = ["\nqos_throttled 7\nop=read priority=none ops=0 ", atomic];
+        crate::tap::assert_contains_all(
+            &text,
+            &[&lines[..], &[",524288:0,1048576:0,inf:1\n"]].concat(),
+        );
         assert_eq!(text.lines().count(), 15 + 36);
         assert_eq!(parse_stats(&text), Ok(stats));
     }
 
     /// The statistics file as the kernel's `op_stats::write_text` writes
-    /// it (not through [`DebugStats`]' `Display`): one row per
+    /// it (not through [`DebugStats`]' `Display`), and its rows: one per
     /// `Operation::ALL` × `Priority::ALL`, in that order, row `i` counting
     /// `i + 1` operations.
-    fn kernel_text() -> String {
-        let mut text = String::new();
-        for (name, _) in COUNTERS {
-            text.push_str(&format!("{name} 0\n"));
-        }
-        let mut row = 0;
-        for kind in Operation::ALL {
-            for priority in Priority::ALL {
-                row += 1;
-                text.push_str(&format!(
-                    "op={} priority={} ops={row} bytes=0 errors=0 throttled=0 throttled_us=0 latency_us=",
-                    kind.name(),
-                    priority.name(),
-                ));
-                for i in 0..LATENCY_BUCKETS {
-                    if i + 1 < LATENCY_BUCKETS {
-                        text.push_str(&format!("{}:0,", 1u64 << i));
-                    } else {
-                        text.push_str("inf:0\n");
-                    }
-                }
-            }
-        }
-        text
+    fn kernel_text() -> (String, Vec<(Operation, Priority, u64)>) {
+        let rows: Vec<_> = Operation::ALL
+            .into_iter()
+            .flat_map(|op| Priority::ALL.map(|priority| (op, priority)))
+            .zip(1..)
+            .map(|((op, priority), ops)| (op, priority, ops))
+            .collect();
+        let bounds: String = (0..LATENCY_BUCKETS - 1)
+            .map(|i| format!("{}:0,", 1u64 << i))
+            .collect();
+        let counters = COUNTERS.map(|(name, _)| format!("{name} 0\n")).concat();
+        let lines = rows.iter().map(|(op, priority, ops)| {
+            let (op, priority) = (op.name(), priority.name());
+            format!("op={op} priority={priority} ops={ops} bytes=0 errors=0 throttled=0 throttled_us=0 latency_us={bounds}inf:0\n")
+        });
+        (counters + &lines.collect::<String>(), rows)
     }
 
     #[test]
@@ -525,18 +512,12 @@ mod tests {
 
     #[test]
     fn the_kernel_s_text_parses_row_for_row() {
-        let text = kernel_text();
+        let (text, expected) = kernel_text();
         let stats = parse_stats(&text).expect("the kernel's format parses");
         let rows: Vec<_> = stats
             .ops
             .iter()
-            .map(|row| (row.op, row.priority, row.ops))
-            .collect();
-        let expected: Vec<_> = Operation::ALL
-            .into_iter()
-            .flat_map(|op| Priority::ALL.map(|priority| (op, priority)))
-            .zip(1..)
-            .map(|((op, priority), ops)| (op, priority, ops))
+            .map(|r| (r.op, r.priority, r.ops))
             .collect();
         assert_eq!(rows, expected);
         // Userspace writes the same text back.
@@ -620,9 +601,9 @@ mod tests {
     fn the_admin_group_is_a_gid_and_a_newline() {
         assert_eq!(parse_admin_group("4294967295\n"), Ok(NO_ADMIN_GROUP));
         assert_eq!(parse_admin_group("4301\n"), Ok(4301));
-        assert!(parse_admin_group("4301").is_err());
-        assert!(parse_admin_group(" 4301\n").is_err());
-        assert!(parse_admin_group("staff\n").is_err());
+        for text in ["4301", " 4301\n", "staff\n"] {
+            assert!(parse_admin_group(text).is_err(), "{text:?}");
+        }
         let error = parse_admin_group("4294967296\n").expect_err("above u32");
         assert_contains(&error, "above 4294967295");
     }

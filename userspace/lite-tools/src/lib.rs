@@ -34,6 +34,37 @@ use std::fmt;
 use std::io::Write;
 use std::net::Ipv4Addr;
 
+/// Declares a field-less enum whose variants have names (in a file, on a
+/// command line): `ALL`, every variant in declaration order, `name` and
+/// `from_name`.
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $vis:vis enum $type:ident {
+        $($(#[$variant_meta:meta])* $variant:ident = $name:literal,)*
+    }) => {
+        $(#[$meta])*
+        $vis enum $type {
+            $($(#[$variant_meta])* $variant,)*
+        }
+
+        impl $type {
+            /// Every variant, in declaration order.
+            pub const ALL: [$type; [$($name),*].len()] = [$($type::$variant),*];
+
+            /// The variant's name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($type::$variant => $name,)*
+                }
+            }
+
+            /// The variant named `name`.
+            pub fn from_name(name: &str) -> Option<$type> {
+                Self::ALL.into_iter().find(|variant| variant.name() == name)
+            }
+        }
+    };
+}
+
 pub mod args;
 pub mod bench;
 pub mod cluster_test;

@@ -25,8 +25,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::debugfs::{for_each_line, once};
 use crate::tap::Tap;
 
 /// The counters file in [`crate::debugfs::DEBUGFS_DIR`].
@@ -42,25 +43,10 @@ pub enum Rule {
     Grows(u64),
 }
 
-/// A counter the check knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counter {
-    /// Its name in [`RESOURCES_FILE`].
-    pub name: &'static str,
-    /// What it must do.
-    pub rule: Rule,
-    /// Whether the file must list it; one that is not required is only
-    /// checked when the file lists it.
-    pub required: bool,
-}
-
-const fn counter(name: &'static str, rule: Rule, required: bool) -> Counter {
-    Counter {
-        name,
-        rule,
-        required,
-    }
-}
+/// A counter the check knows: its name in [`RESOURCES_FILE`], what it
+/// must do, and whether the file must list it (one that is not required
+/// is only checked when the file lists it).
+pub type Counter = (&'static str, Rule, bool);
 
 /// Bytes of one segment of LITE's remote memory pool (at most).
 const POOL_SEGMENT_BYTES: u64 = 4 << 20;
@@ -86,20 +72,20 @@ const MAX_LOCKS: u64 = 4096;
 /// per test operation exceeds that soon: the cluster test makes thousands
 /// of LMRs and transfers.
 pub const COUNTERS: [Counter; 14] = [
-    counter("lmrs", Rule::Returns, true),
-    counter("handles", Rule::Returns, true),
-    counter("chunks", Rule::Returns, true),
-    counter("registrations", Rule::Returns, true),
-    counter("rpc_ports", Rule::Returns, true),
-    counter("reply_slots", Rule::Returns, true),
-    counter(BUFFERS_IN_USE, Rule::Returns, true),
-    counter("mappings", Rule::Returns, false),
-    counter("names", Rule::Returns, false),
-    counter("async_ops", Rule::Returns, false),
-    counter("locks", Rule::Grows(MAX_LOCKS), true),
-    counter(REGIONS_BEYOND_RINGS, Rule::Grows(4), true),
-    counter("pool_bytes", Rule::Grows(2 * POOL_SEGMENT_BYTES), true),
-    counter("pool_segments", Rule::Grows(2), false),
+    ("lmrs", Rule::Returns, true),
+    ("handles", Rule::Returns, true),
+    ("chunks", Rule::Returns, true),
+    ("registrations", Rule::Returns, true),
+    ("rpc_ports", Rule::Returns, true),
+    ("reply_slots", Rule::Returns, true),
+    (BUFFERS_IN_USE, Rule::Returns, true),
+    ("mappings", Rule::Returns, false),
+    ("names", Rule::Returns, false),
+    ("async_ops", Rule::Returns, false),
+    ("locks", Rule::Grows(MAX_LOCKS), true),
+    (REGIONS_BEYOND_RINGS, Rule::Grows(4), true),
+    ("pool_bytes", Rule::Grows(2 * POOL_SEGMENT_BYTES), true),
+    ("pool_segments", Rule::Grows(2), false),
 ];
 
 /// Counter values by name.
@@ -108,21 +94,16 @@ pub type Counters = BTreeMap<String, u64>;
 /// Parses the text of [`RESOURCES_FILE`]; empty lines are ignored.
 pub fn parse(text: &str) -> Result<Counters, String> {
     let mut counters = Counters::new();
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (name, value) = match fields[..] {
-            [] => continue,
-            [name, value] => (name, value),
-            _ => return Err(format!("line {number}: expected NAME VALUE, got {line:?}")),
+    for_each_line(text, |line| {
+        let [name, value] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+            return Err("expected NAME VALUE".into());
         };
-        let value: u64 = value
+        let value = value
             .parse()
-            .map_err(|_| format!("line {number}: {name} has no decimal value: {value:?}"))?;
-        if counters.insert(name.to_string(), value).is_some() {
-            return Err(format!("line {number}: {name} appears twice"));
-        }
-    }
+            .map_err(|_| format!("{name} has no decimal value"))?;
+        let previous = counters.insert(name.to_string(), value);
+        once(previous, &format!("{name} appears twice"))
+    })?;
     Ok(counters)
 }
 
@@ -191,14 +172,15 @@ impl Comparison {
 /// side, before and after.
 pub fn compare(baseline: &Counters, now: &Counters) -> Vec<Comparison> {
     let (baseline, now) = (&with_derived(baseline), &with_derived(now));
+    let listed = |name| baseline.contains_key(name) || now.contains_key(name);
     COUNTERS
-        .iter()
-        .filter(|c| c.required || baseline.contains_key(c.name) || now.contains_key(c.name))
-        .map(|c| Comparison {
-            name: c.name,
-            rule: c.rule,
-            before: baseline.get(c.name).copied(),
-            after: now.get(c.name).copied(),
+        .into_iter()
+        .filter(|&(name, _, required)| required || listed(name))
+        .map(|(name, rule, _)| Comparison {
+            name,
+            rule,
+            before: baseline.get(name).copied(),
+            after: now.get(name).copied(),
         })
         .collect()
 }
@@ -227,7 +209,7 @@ fn with_derived(counters: &Counters) -> Counters {
 /// Counters listed before or after that the check does not know, as
 /// `name before -> after` (`missing` on the side that lacks them).
 pub fn unchecked(baseline: &Counters, now: &Counters) -> Vec<String> {
-    let known = |name: &str| COUNTERS.iter().any(|c| c.name == name);
+    let known = |name: &str| COUNTERS.iter().any(|c| c.0 == name);
     let names: BTreeSet<&String> = baseline.keys().chain(now.keys()).collect();
     names
         .into_iter()
@@ -261,62 +243,22 @@ pub fn save_baseline<W: Write>(
     }
 }
 
-/// How [`check`] reads the counters and waits between reads.
-pub trait Source {
-    /// The text of [`RESOURCES_FILE`] now.
-    fn read(&mut self) -> io::Result<String>;
-    /// Waits `duration` before the next read.
-    fn sleep(&mut self, duration: Duration);
-    /// Time since the check started.
-    fn elapsed(&self) -> Duration;
-}
-
-/// The real counters, in debugfs.
-pub struct Debugfs {
-    started: Instant,
-}
-
-impl Debugfs {
-    /// Starts the clock of [`Source::elapsed`].
-    pub fn new() -> Self {
-        Debugfs {
-            started: Instant::now(),
-        }
-    }
-}
-
-impl Default for Debugfs {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Source for Debugfs {
-    fn read(&mut self) -> io::Result<String> {
-        crate::debugfs::read_file(RESOURCES_FILE)
-    }
-
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-
-    fn elapsed(&self) -> Duration {
-        self.started.elapsed()
-    }
-}
-
 /// Time between two reads while waiting.
 pub const POLL: Duration = Duration::from_secs(1);
 
-/// Reports to `tap` whether the counters of `source` return to `baseline`
-/// (the text of file `baseline_path`, or why it could not be read) within
-/// `wait`: one point per checked counter with the last values read, or one
-/// failed point if either side cannot be read or parsed.
-pub fn check<S: Source, W: Write>(
+/// Reports to `tap` whether the counters `read` gives (the text of
+/// [`RESOURCES_FILE`]) return to `baseline` (the text of file
+/// `baseline_path`, or why it could not be read) within `wait`, reading
+/// them every [`POLL`] (`sleep` waits): one point per checked counter with
+/// the last values read, or one failed point if either side cannot be read
+/// or parsed. The wait is counted in polls: a read takes next to no time
+/// next to a poll.
+pub fn check<W: Write>(
     tap: &mut Tap<W>,
     baseline_path: &Path,
     baseline: Result<String, String>,
-    source: &mut S,
+    mut read: impl FnMut() -> io::Result<String>,
+    mut sleep: impl FnMut(Duration),
     wait: Duration,
 ) {
     let path = Path::new(crate::debugfs::DEBUGFS_DIR).join(RESOURCES_FILE);
@@ -329,8 +271,9 @@ pub fn check<S: Source, W: Write>(
             )
         }
     };
+    let mut waited = Duration::ZERO;
     loop {
-        let now = match source.read().map(|text| parse(&text)) {
+        let now = match read().map(|text| parse(&text)) {
             Ok(Ok(now)) => now,
             Ok(Err(why)) => return tap.not_ok(&format!("{} parses", path.display()), &why),
             Err(e) => {
@@ -340,9 +283,9 @@ pub fn check<S: Source, W: Write>(
         };
         let comparisons = compare(&baseline, &now);
         let settled = comparisons.iter().all(Comparison::holds);
-        if settled || source.elapsed() >= wait {
-            let waited = source.elapsed().as_secs();
+        if settled || waited >= wait {
             let not = if settled { "" } else { "not " };
+            let waited = waited.as_secs();
             tap.comment(&format!("counters {not}settled after {waited} s"));
             for comparison in &comparisons {
                 let outcome = comparison.problem().map_or(Ok(()), Err);
@@ -353,7 +296,8 @@ pub fn check<S: Source, W: Write>(
             }
             return;
         }
-        source.sleep(POLL);
+        sleep(POLL);
+        waited += POLL;
     }
 }
 
@@ -372,34 +316,29 @@ mod tests {
         parse(text).expect("counters parse")
     }
 
-    fn find<'a>(all: &'a [Comparison], name: &str) -> &'a Comparison {
-        all.iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("{name} is not checked"))
-    }
-
     #[test]
     fn buffers_in_use_leave_out_kept_buffers_and_segment_memory() {
         // The counts of a node after the fuzzer: rings and caches kept, 15
-        // ring segments and 2 pool segments, nothing else.
-        let before = counters("dma_buffers 6\nkept_buffers 0\npool_segments 1\nring_segments 0\n");
-        let after =
-            counters("dma_buffers 91\nkept_buffers 69\npool_segments 2\nring_segments 15\n");
-        assert_eq!(with_derived(&before).get(BUFFERS_IN_USE), Some(&5));
-        assert_eq!(with_derived(&after).get(BUFFERS_IN_USE), Some(&5));
-        let leaked =
-            counters("dma_buffers 92\nkept_buffers 69\npool_segments 2\nring_segments 15\n");
-        assert_eq!(with_derived(&leaked).get(BUFFERS_IN_USE), Some(&6));
+        // ring segments and 2 pool segments, nothing else; then one more
+        // buffer, leaked.
+        for (dma_buffers, kept, segments, rings, in_use) in
+            [(6, 0, 1, 0, 5), (91, 69, 2, 15, 5), (92, 69, 2, 15, 6)]
+        {
+            let text = format!(
+                "dma_buffers {dma_buffers}\nkept_buffers {kept}\n\
+                 pool_segments {segments}\nring_segments {rings}\n"
+            );
+            let derived = with_derived(&counters(&text));
+            assert_eq!(derived.get(BUFFERS_IN_USE), Some(&in_use), "{text}");
+        }
     }
 
     #[test]
     fn parses_name_value_lines_and_rejects_malformed_ones() {
         let parsed =
             counters("lmrs 3\n\n  pool_bytes   4096  \nnew_counter 18446744073709551615\n");
-        assert_eq!(parsed.get("lmrs"), Some(&3));
-        assert_eq!(parsed.get("pool_bytes"), Some(&4096));
-        assert_eq!(parsed.get("new_counter"), Some(&u64::MAX));
-        assert_eq!(parsed.len(), 3);
+        let expected = [("lmrs", 3), ("new_counter", u64::MAX), ("pool_bytes", 4096)];
+        assert_eq!(parsed, expected.map(|(n, v)| (n.to_string(), v)).into());
         // The file lists every counter but the two derived ones, and the
         // three they are derived from.
         assert_eq!(counters(BASELINE).len(), COUNTERS.len() + 1);
@@ -415,186 +354,189 @@ mod tests {
         }
     }
 
-    /// The comparison of counter `name`, which must fail its rule with
-    /// `description`.
-    fn failing<'a>(all: &'a [Comparison], name: &str, description: &str) -> &'a Comparison {
-        let comparison = find(all, name);
-        assert!(!comparison.holds(), "{name}");
-        assert_eq!(comparison.description(), description);
-        comparison
+    /// `BASELINE` with `edits` made: `NAME VALUE` sets a counter, a bare
+    /// `NAME` removes it.
+    fn edited(edits: &[&str]) -> Counters {
+        let mut counters = counters(BASELINE);
+        for edit in edits {
+            match edit.split_once(' ') {
+                Some((name, value)) => counters.insert(name.into(), value.parse().expect("u64")),
+                None => counters.remove(*edit),
+            };
+        }
+        counters
+    }
+
+    /// Every known counter compared between `BASELINE` and `edited(edits)`:
+    /// the description of each, with its problem after ` => ` if it fails.
+    fn compared(edits: &[&str]) -> Vec<String> {
+        let all = compare(&counters(BASELINE), &edited(edits));
+        let problem = |c: &Comparison| c.problem().map(|p| format!(" => {p}"));
+        let line = |c: &Comparison| c.description() + &problem(c).unwrap_or_default();
+        all.iter().map(line).collect()
     }
 
     #[test]
-    fn returning_counters_must_be_back_at_or_below_the_baseline() {
-        let before = counters(BASELINE);
-        let mut after = before.clone();
-        after.insert("dma_buffers".into(), 8);
-        let all = compare(&before, &after);
-        assert_eq!(all.len(), COUNTERS.len());
-        assert!(all.iter().all(Comparison::holds));
-        let lmrs = "resources back to baseline: lmrs 0 -> 0";
-        assert_eq!(all[0].description(), lmrs);
-
-        after.insert("chunks".into(), 2);
-        after.insert("async_ops".into(), 1);
-        let all = compare(&before, &after);
-        let chunks = failing(&all, "chunks", "resources back to baseline: chunks 0 -> 2");
-        assert!(chunks.problem().expect("a problem").starts_with("2 more"));
-        assert!(!find(&all, "async_ops").holds());
-    }
-
-    #[test]
-    fn caches_and_locks_may_grow_up_to_their_bound() {
-        let before = counters(BASELINE);
-        let mut after = before.clone();
-        let spare = 2 * POOL_SEGMENT_BYTES;
-        after.insert("pool_bytes".into(), 4194304 + spare);
-        after.insert("pool_segments".into(), 3);
-        after.insert("memory_regions".into(), 5);
-        after.insert("locks".into(), 12);
-        assert!(compare(&before, &after).iter().all(Comparison::holds));
-
-        after.insert("pool_bytes".into(), 4194304 + spare + 4096);
-        after.insert("memory_regions".into(), 6);
-        let all = compare(&before, &after);
-        failing(
-            &all,
-            "pool_bytes",
-            "resources within bound: pool_bytes 4194304 -> 12587008 (at most +8388608)",
+    fn counters_return_or_stay_within_their_bound() {
+        let (back, within) = ("resources back to baseline:", "resources within bound:");
+        let every_counter = compared(&["dma_buffers 8"]);
+        assert_eq!(every_counter.len(), COUNTERS.len());
+        assert_eq!(every_counter[0], format!("{back} lmrs 0 -> 0"));
+        assert!(!every_counter.concat().contains("=>"), "{every_counter:?}");
+        let freed = ": something the tests made was not freed";
+        let leaked = compared(&["chunks 2", "async_ops 1"]);
+        assert_eq!(
+            leaked[2],
+            format!("{back} chunks 0 -> 2 => 2 more than before the tests{freed}")
         );
-        assert!(!find(&all, REGIONS_BEYOND_RINGS).holds());
+        assert_eq!(
+            leaked[9],
+            format!("{back} async_ops 0 -> 1 => 1 more than before the tests{freed}")
+        );
+        assert_eq!(leaked.concat().matches("=>").count(), 2);
+
+        let pool = format!("pool_bytes {}", 4194304 + 2 * POOL_SEGMENT_BYTES);
+        let grown = compared(&["pool_segments 3", "memory_regions 5", "locks 12", &pool]);
+        assert!(!grown.concat().contains("=>"), "{grown:?}");
+        let over = [
+            "pool_segments 3",
+            "memory_regions 6",
+            "locks 12",
+            "pool_bytes 12587008",
+        ];
+        let beyond = "more than before the tests, more than LITE may keep";
+        let too_many = compared(&over);
+        assert_eq!(
+            too_many[10],
+            format!("{within} locks 0 -> 12 (at most +4096)")
+        );
+        let regions = "memory_regions_beyond_rings 1 -> 6 (at most +4) => 5";
+        assert_eq!(too_many[11], format!("{within} {regions} {beyond} (4)"));
+        let bytes = "pool_bytes 4194304 -> 12587008 (at most +8388608) => 8392704";
+        assert_eq!(too_many[12], format!("{within} {bytes} {beyond} (8388608)"));
+        assert_eq!(too_many.concat().matches("=>").count(), 2);
         // Segments of the ring pool are not held to the bound.
-        after.insert("ring_segments".into(), 2);
-        assert!(find(&compare(&before, &after), REGIONS_BEYOND_RINGS).holds());
-        let locks = "resources within bound: locks 0 -> 12 (at most +4096)";
-        assert_eq!(find(&all, "locks").description(), locks);
-    }
+        let rings = compared(&[&over[..], &["ring_segments 2"]].concat());
+        assert_eq!(rings.concat().matches("=>").count(), 1);
+        assert!(!rings[11].contains("=>"));
 
-    #[test]
-    fn a_required_counter_missing_on_either_side_fails_and_unknown_ones_are_listed() {
-        let before = counters(BASELINE);
-        let mut after = before.clone();
-        after.remove("handles");
-        after.insert("sparkles".into(), 7);
-        let all = compare(&before, &after);
-        let handles = failing(
-            &all,
-            "handles",
-            "resources back to baseline: handles 0 -> missing",
-        );
-        assert_contains(
-            &handles.problem().expect("a problem"),
-            "no longer lists handles",
-        );
-        let lmrs = compare(&counters("chunks 0\n"), &before);
-        assert_contains(
-            &lmrs[0].problem().expect("a problem"),
-            "baseline has no lmrs",
-        );
+        let handles = compared(&["handles", "sparkles 7"]);
+        let missing = "handles 0 -> missing => resources no longer lists handles";
+        assert_eq!(handles[1], format!("{back} {missing}"));
+        assert_eq!(handles.concat().matches("=>").count(), 1);
+        let lmrs = compare(&counters("chunks 0\n"), &counters(BASELINE));
+        let missing = lmrs[0].problem().expect("a problem");
+        assert_eq!(missing, "the baseline has no lmrs counter");
         // These are checked through the derived counters.
-        let unchecked = unchecked(&before, &after).join(", ");
+        let unchecked = unchecked(&counters(BASELINE), &edited(&["handles", "sparkles 7"]));
         let expected = "dma_buffers 9 -> 9, kept_buffers 2 -> 2, memory_regions 1 -> 1";
-        assert_eq!(unchecked, format!("{expected}, sparkles missing -> 7"));
+        assert_eq!(
+            unchecked.join(", "),
+            format!("{expected}, sparkles missing -> 7")
+        );
     }
 
     #[test]
     fn optional_counters_are_checked_only_when_listed() {
-        let brief: String = BASELINE
-            .lines()
-            .filter(|l| {
-                !["mappings", "names", "async_ops", "pool_segments"]
-                    .iter()
-                    .any(|n| l.starts_with(n))
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let all = compare(&counters(&brief), &counters(&brief));
+        let brief = ["mappings", "names", "async_ops", "pool_segments"];
+        let all = compare(&edited(&brief), &edited(&brief));
         assert_eq!(all.len(), COUNTERS.len() - 4);
         assert!(all.iter().all(Comparison::holds));
-        let mut after = counters(&brief);
-        after.insert("names".into(), 0);
-        assert!(!find(&compare(&counters(&brief), &after), "names").holds());
+        let names = compare(&edited(&brief), &edited(&[brief[0], brief[2], brief[3]]));
+        assert_eq!(names.len(), COUNTERS.len() - 3);
+        assert!(!names
+            .iter()
+            .find(|c| c.name == "names")
+            .expect("listed")
+            .holds());
     }
 
-    /// Counters read one after another, the last one again and again; an
-    /// error is an errno.
-    struct Script {
-        reads: Vec<Result<String, i32>>,
-        elapsed: Duration,
-        sleeps: u32,
-    }
-
-    impl Source for Script {
-        fn read(&mut self) -> io::Result<String> {
-            let read = match self.reads.len() {
-                1 => self.reads[0].clone(),
-                _ => self.reads.remove(0),
-            };
-            read.map_err(io::Error::from_raw_os_error)
-        }
-
-        fn sleep(&mut self, duration: Duration) {
-            self.elapsed += duration;
-            self.sleeps += 1;
-        }
-
-        fn elapsed(&self) -> Duration {
-            self.elapsed
-        }
-    }
-
-    /// The TAP of a check of `baseline` against `reads`, waiting up to
-    /// 5 s, and how many times it slept.
-    fn run_check(baseline: Result<&str, &str>, reads: Vec<Result<String, i32>>) -> (String, u32) {
-        let path = Path::new("/tmp/baseline");
+    /// The TAP of a check of `baseline` against `reads` (read one after
+    /// another, the last one again and again; an error is an errno),
+    /// waiting up to 5 s, and how many times it slept.
+    fn run_check(
+        baseline: Result<&str, &str>,
+        mut reads: Vec<Result<String, i32>>,
+    ) -> (String, u32) {
         let baseline = baseline.map(str::to_string).map_err(str::to_string);
-        let mut source = Script {
-            reads,
-            elapsed: Duration::ZERO,
-            sleeps: 0,
+        let read = || {
+            let next = if reads.len() == 1 {
+                reads[0].clone()
+            } else {
+                reads.remove(0)
+            };
+            next.map_err(io::Error::from_raw_os_error)
+        };
+        let mut sleeps = 0;
+        let sleep = |pause| {
+            assert_eq!(pause, POLL);
+            sleeps += 1;
         };
         let wait = Duration::from_secs(5);
-        let (tap, _) = capture(|tap| check(tap, path, baseline, &mut source, wait));
-        (tap, source.sleeps)
+        let path = Path::new("/tmp/baseline");
+        let (tap, _) = capture(|tap| check(tap, path, baseline, read, sleep, wait));
+        (tap, sleeps)
     }
 
     #[test]
-    fn waits_for_other_nodes_to_let_go() {
+    fn the_check_waits_for_other_nodes_to_let_go_and_reports_each_counter() {
         let busy = BASELINE.replace("chunks 0", "chunks 3");
-        let reads = vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())];
-        let (tap, sleeps) = run_check(Ok(BASELINE), reads);
-        assert_eq!(sleeps, 2);
-        assert_contains(&tap, "# counters settled after 2 s\n");
-        assert!(tap.contains("ok 3 - resources back to baseline: chunks 0 -> 0\n"));
-        assert!(tap.ends_with("1..14\n14 passed, 0 failed\n"), "{tap}");
-    }
-
-    #[test]
-    fn gives_up_after_the_wait_with_the_last_values() {
         let leaked = BASELINE.replace("lmrs 0", "lmrs 1") + "extra 2\n";
-        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Ok(leaked)]);
-        assert_eq!(sleeps, 5);
-        assert_contains(&tap, "# counters not settled after 5 s\n");
-        assert!(tap.contains("not ok 1 - resources back to baseline: lmrs 0 -> 1\n"));
-        assert!(tap.contains("# not checked: extra missing -> 2\n"));
-        assert!(tap.ends_with("13 passed, 1 failed\n"), "{tap}");
-    }
-
-    #[test]
-    fn a_missing_file_or_baseline_is_one_failed_point() {
-        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Err(libc::ENOENT)]);
-        assert_eq!(sleeps, 0);
-        let unreadable = "not ok 1 - /sys/kernel/debug/lite/resources is readable\n";
-        assert_contains(&tap, unreadable);
-        assert!(tap.contains("does not report LITE's resources"));
-        assert!(tap.ends_with("0 passed, 1 failed\n"));
-
-        let (tap, _) = run_check(Err("no such file"), vec![Ok(BASELINE.into())]);
-        assert!(tap.contains("not ok 1 - resource baseline /tmp/baseline is readable\n"));
-        assert!(tap.contains("# no such file; lite-cluster-test saves it"));
-
-        let (tap, _) = run_check(Ok(BASELINE), vec![Ok("lmrs many\n".into())]);
-        assert!(tap.contains("not ok 1 - /sys/kernel/debug/lite/resources parses\n"));
+        let file = "/sys/kernel/debug/lite/resources";
+        // Each case: the baseline, the reads, how many times the check
+        // sleeps, lines its TAP has (each in part: the last line of a case
+        // may be the end of one), and how it ends.
+        for (baseline, reads, sleeps, lines, end) in [
+            (
+                Ok(BASELINE),
+                vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())],
+                2,
+                "# counters settled after 2 s\n\
+                 ok 3 - resources back to baseline: chunks 0 -> 0\n",
+                "1..14\n14 passed, 0 failed\n",
+            ),
+            // Gives up after the wait with the last values.
+            (
+                Ok(BASELINE),
+                vec![Ok(leaked)],
+                5,
+                "# counters not settled after 5 s\n\
+                 not ok 1 - resources back to baseline: lmrs 0 -> 1\n\
+                 # not checked: extra missing -> 2\n",
+                "13 passed, 1 failed\n",
+            ),
+            // A missing file or baseline is one failed point.
+            (
+                Ok(BASELINE),
+                vec![Err(libc::ENOENT)],
+                0,
+                &format!(
+                    "not ok 1 - {file} is readable\n: this kernel does not report LITE's resources"
+                ),
+                "0 passed, 1 failed\n",
+            ),
+            (
+                Err("no such file"),
+                vec![Ok(BASELINE.into())],
+                0,
+                "not ok 1 - resource baseline /tmp/baseline is readable\n\
+                 # no such file; lite-cluster-test saves it once every node joined\n",
+                "0 passed, 1 failed\n",
+            ),
+            (
+                Ok(BASELINE),
+                vec![Ok("lmrs many\n".into())],
+                0,
+                &format!("not ok 1 - {file} parses\n# line 1: lmrs has no decimal value"),
+                "0 passed, 1 failed\n",
+            ),
+        ] {
+            let (tap, slept) = run_check(baseline, reads);
+            assert_eq!(slept, sleeps, "{tap}");
+            let lines: Vec<_> = lines.split_inclusive('\n').collect();
+            crate::tap::assert_contains_all(&tap, &lines);
+            assert!(tap.ends_with(end), "{tap}");
+        }
     }
 
     #[test]

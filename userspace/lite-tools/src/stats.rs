@@ -23,38 +23,26 @@ pub struct Summary {
 
 pub use lite_bench_record::percentile;
 
-/// Arithmetic mean; `None` for no samples.
-pub fn mean(samples: &[f64]) -> Option<f64> {
-    if samples.is_empty() {
-        None
-    } else {
-        Some(samples.iter().sum::<f64>() / samples.len() as f64)
-    }
-}
-
-/// Sample standard deviation; 0 for one sample, `None` for none.
-pub fn stdev(samples: &[f64]) -> Option<f64> {
-    let mean = mean(samples)?;
-    if samples.len() < 2 {
-        return Some(0.0);
-    }
-    let squares: f64 = samples.iter().map(|s| (s - mean) * (s - mean)).sum();
-    Some((squares / (samples.len() - 1) as f64).sqrt())
-}
-
 /// Summarises `samples`; `None` when there are none.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
+    let count = sorted.len();
+    let mean = sorted.iter().sum::<f64>() / count as f64;
+    let squares: f64 = sorted.iter().map(|s| (s - mean) * (s - mean)).sum();
     Some(Summary {
-        count: sorted.len(),
+        count,
         min: *sorted.first()?,
         max: *sorted.last()?,
-        mean: mean(&sorted)?,
+        mean,
         median: percentile(&sorted, 50.0)?,
         p10: percentile(&sorted, 10.0)?,
         p90: percentile(&sorted, 90.0)?,
-        stdev: stdev(&sorted)?,
+        stdev: if count < 2 {
+            0.0
+        } else {
+            (squares / (count - 1) as f64).sqrt()
+        },
     })
 }
 
@@ -126,8 +114,6 @@ mod tests {
         // The median of an odd count is the middle sample.
         assert_eq!(summarize(&[9.0, 1.0, 5.0]).map(|s| s.median), Some(5.0));
         assert_eq!(summarize(&[]), None);
-        assert_eq!(stdev(&[]), None);
-        assert_eq!(stdev(&[3.0]), Some(0.0));
         let one = summarize(&[3.0]).expect("one sample");
         let spread = (one.min, one.max, one.median, one.stdev);
         assert_eq!(spread, (3.0, 3.0, 3.0, 0.0));

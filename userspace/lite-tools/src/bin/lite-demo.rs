@@ -53,19 +53,13 @@ fn parse_options(parsed: &Parsed) -> Result<(Ipv4Addr, u32), ArgError> {
 }
 
 fn run(cm: Ipv4Addr, nodes: u32) -> Result<(), String> {
-    let me = match join_cluster(cm) {
-        Ok(Membership::Joined(id)) => {
-            say(format_args!(
-                "lite-demo: joined the cluster at {cm} as node {id}"
-            ));
-            id
-        }
-        Ok(Membership::AlreadyMember(id)) => {
-            say(format_args!("lite-demo: already a member as node {id}"));
-            id
-        }
-        Err(e) => return Err(failed(format!("join {cm}"))(e)),
+    let membership = join_cluster(cm).map_err(failed(format!("join {cm}")))?;
+    let how = match membership {
+        Membership::Joined(_) => format!("joined the cluster at {cm} as"),
+        Membership::AlreadyMember(_) => "already a member as".to_string(),
     };
+    let me = membership.id();
+    say(format_args!("lite-demo: {how} node {me}"));
     barrier(nodes)?;
     say(format_args!("lite-demo: all {nodes} nodes joined"));
 

@@ -10,10 +10,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::thread;
 use std::time::Duration;
 
 use lite_tools::args::{option, ArgError, Cli, OptionSpec, Parsed};
-use lite_tools::resources::{check, Debugfs};
+use lite_tools::debugfs::read_file;
+use lite_tools::resources::{check, RESOURCES_FILE};
 use lite_tools::tap::report_to_stdout;
 
 /// Default of `--wait`: the nodes end their tests within a minute or two
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
     report_to_stdout(&header, |tap| {
         let baseline = std::fs::read_to_string(&baseline_path)
             .map_err(|e| format!("cannot read {}: {e}", baseline_path.display()));
-        check(tap, &baseline_path, baseline, &mut Debugfs::new(), wait);
+        let read = || read_file(RESOURCES_FILE);
+        check(tap, &baseline_path, baseline, read, thread::sleep, wait);
     })
 }

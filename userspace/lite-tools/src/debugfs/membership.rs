@@ -26,47 +26,24 @@
 
 use std::fmt;
 
-use super::parse_number;
+use super::{for_each_line, once, parse_number};
 
 /// The membership file's name.
 pub const MEMBERSHIP_FILE: &str = "membership";
 
-/// A peer's state as the node sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeerState {
-    /// Connected.
-    Alive,
-    /// Its connection failed; the manager has not decided yet.
-    Suspect,
-    /// Declared dead by the manager (or fenced by a node cut off).
-    Dead,
-    /// Never connected since this node joined (the kernel does not list
-    /// such peers).
-    Absent,
-}
-
-impl PeerState {
-    /// Every state.
-    pub const ALL: [PeerState; 4] = [
-        PeerState::Alive,
-        PeerState::Suspect,
-        PeerState::Dead,
-        PeerState::Absent,
-    ];
-
-    /// The state's name in the file.
-    pub fn name(self) -> &'static str {
-        match self {
-            PeerState::Alive => "alive",
-            PeerState::Suspect => "suspect",
-            PeerState::Dead => "dead",
-            PeerState::Absent => "absent",
-        }
-    }
-
-    /// The state named `name`.
-    pub fn from_name(name: &str) -> Option<PeerState> {
-        PeerState::ALL.into_iter().find(|s| s.name() == name)
+named_enum! {
+    /// A peer's state as the node sees it, named as in the file.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PeerState {
+        /// Connected.
+        Alive = "alive",
+        /// Its connection failed; the manager has not decided yet.
+        Suspect = "suspect",
+        /// Declared dead by the manager (or fenced by a node cut off).
+        Dead = "dead",
+        /// Never connected since this node joined (the kernel does not list
+        /// such peers).
+        Absent = "absent",
     }
 }
 
@@ -152,40 +129,28 @@ fn parse_peer(rest: &str) -> Result<Peer, String> {
 /// must be there once each (unless the file says `joined 0`); other
 /// `NAME VALUE` lines are ignored.
 pub fn parse_membership(text: &str) -> Result<MembershipFile, String> {
-    let mut node = None;
-    let mut incarnation = None;
-    let mut epoch = None;
-    let mut fenced = None;
+    let not_joined = |line: &str| line.split_whitespace().eq(["joined", "0"]);
+    if text.lines().any(not_joined) {
+        return Ok(MembershipFile::NotJoined);
+    }
+    let (mut node, mut incarnation, mut epoch, mut fenced) = (None, None, None, None);
     let mut peers = Vec::new();
-    for (line_number, line) in (1..).zip(text.lines()) {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let at = |e: String| format!("line {line_number}: {e}: {line:?}");
-        let (name, value) = line
-            .split_once(' ')
-            .ok_or_else(|| at("expected NAME VALUE".into()))?;
+    for_each_line(text, |line| {
+        let (name, value) = line.split_once(' ').ok_or("expected NAME VALUE")?;
         let value = value.trim();
         let slot = match name {
-            "joined" if value == "0" => return Ok(MembershipFile::NotJoined),
             "peer" => {
-                peers.push(parse_peer(value).map_err(at)?);
-                continue;
+                peers.push(parse_peer(value)?);
+                return Ok(());
             }
             "node" => &mut node,
             "incarnation" => &mut incarnation,
             "epoch" => &mut epoch,
             "fenced" => &mut fenced,
-            _ => continue,
+            _ => return Ok(()),
         };
-        if slot
-            .replace(parse_number::<u32>(value, name).map_err(at)?)
-            .is_some()
-        {
-            return Err(at("repeated".into()));
-        }
-    }
+        once(slot.replace(parse_number::<u32>(value, name)?), "repeated")
+    })?;
     let missing = |what: &str| format!("{what} is missing");
     let fenced = match fenced.ok_or_else(|| missing("fenced"))? {
         0 => false,

@@ -24,54 +24,30 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::{for_each_line, once};
+
 /// The quotas file's name.
 pub const QUOTAS_FILE: &str = "quotas";
 
-/// What a user's quota limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Resource {
-    /// Bytes of LMRs allocated (`lite_alloc_remote`, `lite_wrap_alloc`),
-    /// wherever their chunks are.
-    RemoteMemory,
-    /// Bytes of this node's memory registered (`lite_register_lmr`).
-    PinnedMemory,
-    /// LMRs created: allocated, wrapped or registered.
-    Lmrs,
-    /// Names published (`lite_wrap_alloc`, `lite_add_ask_mr_table`).
-    Names,
-    /// RPC ports registered (`lite_register_application`).
-    RpcPorts,
-    /// Locks created (`lite_create_lock`), for as long as the node is a
-    /// member.
-    Locks,
-}
-
-impl Resource {
-    /// Every resource, in the order the file lists them.
-    pub const ALL: [Resource; 6] = [
-        Resource::RemoteMemory,
-        Resource::PinnedMemory,
-        Resource::Lmrs,
-        Resource::Names,
-        Resource::RpcPorts,
-        Resource::Locks,
-    ];
-
-    /// The resource's key in the file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::RemoteMemory => "remote_memory",
-            Resource::PinnedMemory => "pinned_memory",
-            Resource::Lmrs => "lmrs",
-            Resource::Names => "names",
-            Resource::RpcPorts => "rpc_ports",
-            Resource::Locks => "locks",
-        }
-    }
-
-    /// The resource whose key is `name`.
-    pub fn from_name(name: &str) -> Option<Resource> {
-        Resource::ALL.into_iter().find(|r| r.name() == name)
+named_enum! {
+    /// What a user's quota limits, in the order the file lists them; the
+    /// name is the resource's key in the file.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Resource {
+        /// Bytes of LMRs allocated (`lite_alloc_remote`, `lite_wrap_alloc`),
+        /// wherever their chunks are.
+        RemoteMemory = "remote_memory",
+        /// Bytes of this node's memory registered (`lite_register_lmr`).
+        PinnedMemory = "pinned_memory",
+        /// LMRs created: allocated, wrapped or registered.
+        Lmrs = "lmrs",
+        /// Names published (`lite_wrap_alloc`, `lite_add_ask_mr_table`).
+        Names = "names",
+        /// RPC ports registered (`lite_register_application`).
+        RpcPorts = "rpc_ports",
+        /// Locks created (`lite_create_lock`), for as long as the node is a
+        /// member.
+        Locks = "locks",
     }
 }
 
@@ -313,79 +289,41 @@ fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     }
 }
 
-/// Adds a line's `value` under its `key` to `map`, or says `repeated`
-/// if an earlier line gave the key.
-fn insert_once<K: Ord, V>(
-    map: &mut BTreeMap<K, V>,
-    key: Result<K, String>,
-    value: Result<V, String>,
-    repeated: &str,
-) -> Result<(), String> {
-    match map.insert(key?, value?) {
-        Some(_) => Err(repeated.to_string()),
-        None => Ok(()),
-    }
-}
-
-/// Sets `slot` to a line's `value`, or says `repeated` if an earlier line
-/// set it.
-fn set_once<V>(
-    slot: &mut Option<V>,
-    value: Result<V, String>,
-    repeated: &str,
-) -> Result<(), String> {
-    match slot.replace(value?) {
-        Some(_) => Err(repeated.to_string()),
-        None => Ok(()),
-    }
-}
-
 /// Parses the quotas file. The `limit default` and `limit node default`
 /// lines must be there once each; every `limit` and `usage` line of a
 /// user names each resource once; lines of other kinds are ignored.
 pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
-    let mut defaults = None;
-    let mut node_default = None;
-    let mut users = BTreeMap::new();
-    let mut nodes = BTreeMap::new();
-    let mut usage = BTreeMap::new();
-    let mut served = BTreeMap::new();
+    let (mut defaults, mut node_default) = (None, None);
+    let (mut users, mut nodes) = (BTreeMap::new(), BTreeMap::new());
+    let (mut usage, mut served) = (BTreeMap::new(), BTreeMap::new());
     let counts = |items: &[&str]| key_values(items.iter().copied(), decimal);
-    let limits = |items: &[&str]| key_values(items.iter().copied(), Limit::parse);
-    for (number, line) in (1..).zip(text.lines()) {
-        let line = line.trim();
+    for_each_line(text, |line| {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let read = match words.as_slice() {
-            ["limit", "default", items @ ..] => {
-                let parsed = limits(items).and_then(complete);
-                set_once(&mut defaults, parsed, "repeated")
-            }
-            ["limit", "uid", uid, items @ ..] => {
-                let parsed = limits(items).and_then(complete);
-                insert_once(&mut users, id(uid, "uid"), parsed, "repeated uid")
-            }
-            ["limit", "node", "default", items @ ..] => {
-                let limit = limits(items).and_then(remote_memory_only);
-                set_once(&mut node_default, limit, "repeated node")
-            }
-            ["limit", "node", node, items @ ..] => {
-                let limit = limits(items).and_then(remote_memory_only);
-                insert_once(&mut nodes, id(node, "node"), limit, "repeated node")
-            }
+        match words.as_slice() {
+            ["limit", ..] => match parse_command(line)? {
+                Command::Defaults(items) => once(defaults.replace(complete(items)?), "repeated"),
+                Command::User(uid, items) => {
+                    once(users.insert(uid, complete(items)?), "repeated uid")
+                }
+                Command::NodeDefault(limit) => once(node_default.replace(limit), "repeated node"),
+                Command::Node(node, limit) => once(nodes.insert(node, limit), "repeated node"),
+                Command::UserDefault(_) | Command::NodeReset(_) => {
+                    Err("a reset, which the file does not show".to_string())
+                }
+            },
             ["usage", "uid", uid, items @ ..] => {
-                let parsed = counts(items).and_then(complete);
-                insert_once(&mut usage, id(uid, "uid"), parsed, "repeated uid")
+                let parsed = counts(items).and_then(complete)?;
+                once(usage.insert(id(uid, "uid")?, parsed), "repeated uid")
             }
             ["served", "node", node, items @ ..] => {
-                let bytes = counts(items).and_then(remote_memory_only);
-                insert_once(&mut served, id(node, "node"), bytes, "repeated node")
+                let bytes = counts(items).and_then(remote_memory_only)?;
+                once(served.insert(id(node, "node")?, bytes), "repeated node")
             }
-            ["limit" | "usage" | "served", ..] => Err("unknown line".to_string()),
-            // Empty lines, and lines of kinds added later.
+            ["usage" | "served", ..] => Err("unknown line".to_string()),
+            // Lines of kinds added later.
             _ => Ok(()),
-        };
-        read.map_err(|e| format!("line {number}: {e}: {line:?}"))?;
-    }
+        }
+    })?;
     Ok(QuotasFile {
         defaults: defaults.ok_or("the limit default line is missing")?,
         users,
@@ -495,19 +433,25 @@ mod tests {
     #[test]
     fn the_headers_lines_parse() {
         let file = parse_quotas(SAMPLE).expect("parses");
-        assert_eq!(file.defaults, DEFAULT_LIMITS);
         let own = DEFAULT_LIMITS
             .with(Resource::RemoteMemory, Limit::At(268_435_456))
             .with(Resource::Lmrs, Limit::At(100));
-        assert_eq!(file.users.get(&1000), Some(&own));
-        assert_eq!(file.users.len(), 1);
-        assert_eq!(file.node_default, Limit::At(4 << 30));
-        assert_eq!(file.nodes.get(&2), Some(&Limit::At(1 << 20)));
-        assert_eq!(file.usage_of(0).get(Resource::Locks), 3);
+        let usage = [
+            (0, PerResource([4096, 0, 1, 0, 0, 3])),
+            (1000, PerResource([0, 8192, 1, 1, 0, 0])),
+        ];
+        let expected = QuotasFile {
+            defaults: DEFAULT_LIMITS,
+            users: [(1000, own)].into(),
+            node_default: Limit::At(4 << 30),
+            nodes: [(2, Limit::At(1 << 20))].into(),
+            usage: usage.into(),
+            served: [(2, 512 << 10)].into(),
+        };
+        assert_eq!(file, expected);
         assert_eq!(file.usage_of(1000).get(Resource::PinnedMemory), 8192);
         assert!(file.usage_of(5).is_empty());
-        assert_eq!(file.served_for(2), 512 << 10);
-        assert_eq!(file.served_for(3), 0);
+        assert_eq!((file.served_for(2), file.served_for(3)), (512 << 10, 0));
         // The file's own text is what the kernel writes.
         assert_eq!(file.to_string(), SAMPLE);
         assert_eq!(parse_quotas(&file.to_string()), Ok(file));
@@ -515,15 +459,11 @@ mod tests {
 
     #[test]
     fn broken_files_are_refused_with_the_line() {
-        let without_default = SAMPLE.lines().skip(1).collect::<Vec<_>>().join("\n");
-        let no_defaults = parse_quotas(&without_default).expect_err("no defaults");
-        assert!(no_defaults.contains("limit default"));
-        let without_node_default: String = SAMPLE
-            .lines()
-            .filter(|l| !l.starts_with("limit node default"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert!(parse_quotas(&without_node_default).is_err());
+        for (line, missing) in [(0, "limit default"), (2, "limit node default")] {
+            let without = SAMPLE.replace(SAMPLE.lines().nth(line).expect("a line"), "");
+            let error = format!("the {missing} line is missing");
+            assert_eq!(parse_quotas(&without), Err(error));
+        }
         for (broken, why) in [
             ("limit default lmrs=1\n", "lmrs alone"),
             (
@@ -565,16 +505,12 @@ mod tests {
         let line = "limit uid 1000 remote_memory=1073741824 pinned_memory=unlimited lmrs=8 \
                     names=4096 rpc_ports=1024 locks=4096";
         assert_eq!(Command::user_limits(1000, &limits).to_string(), line);
-        assert_eq!(
-            parse_command("limit uid 1000 remote_memory=268435456 lmrs=100"),
-            Ok(Command::User(
-                1000,
-                vec![
-                    (Resource::RemoteMemory, Limit::At(268_435_456)),
-                    (Resource::Lmrs, Limit::At(100))
-                ]
-            ))
-        );
+        let own = vec![
+            (Resource::RemoteMemory, Limit::At(1 << 28)),
+            (Resource::Lmrs, Limit::At(100)),
+        ];
+        let line = "limit uid 1000 remote_memory=268435456 lmrs=100";
+        assert_eq!(parse_command(line), Ok(Command::User(1000, own)));
     }
 
     #[test]
