@@ -258,72 +258,50 @@ fn join_with_text<K: Kernel>(kernel: &K, text: &str) -> c_long {
     join_with_pointer(kernel, text.as_ptr())
 }
 
+/// The point "`what` before join returns -ENOTCONN".
+fn unjoined<'a>(what: impl std::fmt::Display, call: impl FnOnce() -> c_long + 'a) -> Check<'a> {
+    refused(format!("{what} before join"), libc::ENOTCONN, call)
+}
+
 /// Every call must be refused with -ENOTCONN before the node joins, and
 /// `lite_join` must reject bad addresses without joining.
 fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, skip: bool) {
-    let write_buf = [0u8; 16];
-    let mut read_buf = [0u8; 16];
-    let none = Priority::None.as_raw();
-    let not_connected = libc::ENOTCONN;
+    let (buf, mut reply, none) = ([0u8; 16], [0u8; 16], Priority::None.as_raw());
+    let (from, into) = (buf.as_ptr().cast(), reply.as_mut_ptr().cast());
     let mut cases: Vec<Check<'_>> = vec![
-        refused("get_node_id before join", not_connected, || {
-            kernel.get_node_id()
-        }),
-        refused("get_total_node before join", not_connected, || {
-            kernel.get_total_node()
-        }),
+        unjoined("get_node_id", || kernel.get_node_id()),
+        unjoined("get_total_node", || kernel.get_total_node()),
         (
             "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
             Box::new(|| {
                 expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
             }),
         ),
-        refused(
-            "rdma_write(handle 1, 16 B) before join",
-            not_connected,
-            || {
-                // SAFETY: `write_buf` is readable for 16 bytes.
-                unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) }
-            },
-        ),
-        refused(
-            "rdma_read(handle 1, 16 B) before join",
-            not_connected,
-            || {
-                // SAFETY: `read_buf` is exclusively ours and 16 bytes long.
-                unsafe { kernel.rdma_read(1, read_buf.as_mut_ptr().cast(), 16, 0, none, 1) }
-            },
-        ),
-        refused("free(handle 1) before join", not_connected, || {
-            kernel.free(1)
+        // SAFETY: `buf` is readable for 16 bytes.
+        unjoined("rdma_write(handle 1, 16 B)", || unsafe {
+            kernel.rdma_write(1, from, 16, 0, none, 1)
         }),
-        refused(
-            format!("dist_barrier({nodes}) before join"),
-            not_connected,
-            move || kernel.dist_barrier(nodes),
-        ),
-        refused("leave(0) before join", not_connected, || kernel.leave(0)),
-        refused(
-            "register_application(port 10) before join",
-            not_connected,
-            || {
-                // SAFETY: the name is readable for its 4 bytes.
-                let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
-                if ret == 0 {
-                    kernel.unregister_application(10);
-                }
-                ret
-            },
-        ),
-        refused(
-            "send_reply_imm to node 1 before join",
-            not_connected,
-            || {
-                let (request, mut reply) = (write_buf.as_ptr().cast(), [0u8; 16]);
-                // SAFETY: the request is readable and `reply` writable.
-                unsafe { kernel.send_reply_imm(1, 10, request, 16, reply.as_mut_ptr().cast(), 16) }
-            },
-        ),
+        // SAFETY: `reply` is exclusively ours and 16 bytes long.
+        unjoined("rdma_read(handle 1, 16 B)", || unsafe {
+            kernel.rdma_read(1, into, 16, 0, none, 1)
+        }),
+        unjoined("free(handle 1)", || kernel.free(1)),
+        unjoined(format!("dist_barrier({nodes})"), move || {
+            kernel.dist_barrier(nodes)
+        }),
+        unjoined("leave(0)", || kernel.leave(0)),
+        unjoined("register_application(port 10)", || {
+            // SAFETY: the name is readable for its 4 bytes.
+            let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
+            if ret == 0 {
+                kernel.unregister_application(10);
+            }
+            ret
+        }),
+        // SAFETY: the request is readable and `reply` writable.
+        unjoined("send_reply_imm to node 1", || unsafe {
+            kernel.send_reply_imm(1, 10, from, 16, into, 16)
+        }),
         refused("join with a NULL address", libc::EFAULT, || {
             join_with_pointer(kernel, ptr::null())
         }),
@@ -906,40 +884,6 @@ pub(crate) mod tests {
         assert_eq!(Some(points.to_string().as_str()), total_node, "{output}");
     }
 
-    /// Asserts that `failed` holds as many lines as `expected`, each
-    /// containing its counterpart.
-    #[track_caller]
-    fn assert_failed_lines(failed: &[&str], expected: &[String]) {
-        assert_eq!(failed.len(), expected.len(), "{failed:?}");
-        for (line, part) in failed.iter().zip(expected) {
-            assert!(line.contains(part.as_str()), "{part}: {failed:?}");
-        }
-    }
-
-    #[test]
-    fn unenforced_quotas_are_caught() {
-        let defects = defects_with(|d| d.ignore_quotas = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(3, defects)) {
-            let uid = quotas::UID_BASE + me;
-            let previous = if me == 1 { 3 } else { me - 1 };
-            let mut expected: Vec<String> = [
-                "alloc_remote of 516 KiB more",
-                "add_ask_mr_table of a fourth name",
-                "wrap_alloc of 4 KiB under a fifth name",
-                "register_lmr of 4 KiB more, beyond its pinned_memory quota",
-                "alloc_remote of 4 KiB more",
-                "register_application of port 52",
-                "create_lock",
-            ]
-            .iter()
-            .map(|call| format!(" - node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
-            .collect();
-            let remote = "alloc_remote of 1024 KiB more on node";
-            expected.push(format!(" - node {me}: {remote} {previous} returns -EDQUOT"));
-            assert_failed_lines(&failures(&output), &expected);
-        }
-    }
-
     /// A defect of the model and what the run must show on each node it
     /// checks.
     struct Caught {
@@ -959,6 +903,9 @@ pub(crate) mod tests {
         every: Option<&'static str>,
         /// Parts of the output, diagnostics included.
         output: &'static [&'static str],
+        /// For node `me`: all its failures, in order, named as in `first`,
+        /// and parts of its output.
+        of_node: Option<fn(u32) -> (Vec<String>, Vec<String>)>,
     }
 
     /// What the defect `set` switches on must at least cause on each of
@@ -974,6 +921,7 @@ pub(crate) mod tests {
             among: &[],
             every: None,
             output: &[],
+            of_node: None,
         }
     }
 
@@ -1013,6 +961,16 @@ pub(crate) mod tests {
             }
             for expected in case.output {
                 assert!(output.contains(expected), "{expected}: {output}");
+            }
+            if let Some(of_node) = case.of_node {
+                let (all, parts) = of_node(index as u32 + 1);
+                assert_eq!(failed.len(), all.len(), "{context}");
+                for (line, expected) in failed.iter().zip(&all) {
+                    assert!(names(line, expected), "{expected}: {context}");
+                }
+                for part in parts {
+                    assert!(output.contains(&part), "{part}: {output}");
+                }
             }
         }
     }
@@ -1129,6 +1087,65 @@ pub(crate) mod tests {
                 ],
                 ..caught(|d| d.leave_accepts_unknown_flags = true)
             },
+            Caught {
+                nodes: 3,
+                of_node: Some(|me| {
+                    let uid = quotas::UID_BASE + me;
+                    let previous = if me == 1 { 3 } else { me - 1 };
+                    let mut expected: Vec<String> = [
+                        "alloc_remote of 516 KiB more",
+                        "add_ask_mr_table of a fourth name",
+                        "wrap_alloc of 4 KiB under a fifth name",
+                        "register_lmr of 4 KiB more, beyond its pinned_memory quota",
+                        "alloc_remote of 4 KiB more",
+                        "register_application of port 52",
+                        "create_lock",
+                    ]
+                    .iter()
+                    .map(|call| format!("- node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
+                    .collect();
+                    let remote = "alloc_remote of 1024 KiB more on node";
+                    expected.push(format!("- node {me}: {remote} {previous} returns -EDQUOT"));
+                    (expected, vec![])
+                }),
+                ..caught(|d| d.ignore_quotas = true)
+            },
+            // Processes outside the admin group, and those of a group that
+            // is no longer it, are refused too; the rest of the probe and
+            // the test go on unaffected.
+            Caught {
+                output: &["# expected -EPERM (-1), got -106 (-EISCONN)\n"],
+                of_node: Some(|me| {
+                    let group = 4300 + me;
+                    let modelled = "an unprivileged process (modelled)".to_string();
+                    let uid = "a process of uid 65534 and gid";
+                    let outside = format!("{uid} 65534 (not admin group {group})");
+                    let former = format!("{uid} {group} (no longer the admin group)");
+                    let expected = [&modelled, &modelled, &outside, &outside, &former, &former]
+                        .map(|who| format!("- node {me}: {who} gets -EPERM from lite_join("));
+                    let lock = format!("{modelled} can create a lock on node {me}, lock and unlock it\n");
+                    (expected.into(), vec![format!(" - node {me}: {lock}")])
+                }),
+                ..caught(|d| d.join_without_privilege = true)
+            },
+            // The group is gone again afterwards.
+            Caught {
+                of_node: Some(|me| {
+                    let who = format!(
+                        " - node {me}: a process of uid 65534 and gid {} (the admin group) gets",
+                        4300 + me
+                    );
+                    let passed = "having passed the privilege check";
+                    let join = "-EISCONN from lite_join(10.0.0.1, 18500, 1)";
+                    let failed = vec![
+                        format!("{who} {join}, {passed} on a member node"),
+                        format!("{who} -EINVAL from lite_join(\"not-an-ip\"), {passed}"),
+                    ];
+                    let gone = "admin_group reads 4294967295 (no group), its default\n";
+                    (failed, vec![format!(" - node {me}: {gone}")])
+                }),
+                ..caught(|d| d.ignore_admin_group = true)
+            },
         ];
         // One cluster per case, all at once, as separate tests would run.
         std::thread::scope(|scope| {
@@ -1172,51 +1189,6 @@ pub(crate) mod tests {
             let fresh = output.contains("ok 1 - get_node_id before join returns -ENOTCONN\n");
             assert_eq!(fresh, me == 4, "{output}");
             assert_contains(&output, " - get_total_node returns 4\n");
-        }
-    }
-
-    #[test]
-    fn an_unprivileged_join_that_is_not_refused_is_caught() {
-        let defects = defects_with(|d| d.join_without_privilege = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
-            // Processes outside the admin group, and those of a group that
-            // is no longer it, are refused too.
-            let group = 4300 + me;
-            let modelled = "an unprivileged process (modelled)".to_string();
-            let uid = "a process of uid 65534 and gid";
-            let outside = format!("{uid} 65534 (not admin group {group})");
-            let former = format!("{uid} {group} (no longer the admin group)");
-            let expected = [&modelled, &modelled, &outside, &outside, &former, &former]
-                .map(|who| format!(" - node {me}: {who} gets -EPERM from lite_join("));
-            assert_failed_lines(&failures(&output), &expected);
-            assert_contains(&output, "# expected -EPERM (-1), got -106 (-EISCONN)\n");
-            // The rest of the probe and the test go on unaffected.
-            let lock = format!("{modelled} can create a lock on node {me}, lock and unlock it\n");
-            assert_contains(&output, &format!(" - node {me}: {lock}"));
-        }
-    }
-
-    #[test]
-    fn an_admin_group_that_gives_no_privilege_is_caught() {
-        let defects = defects_with(|d| d.ignore_admin_group = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
-            let group = 4300 + me;
-            let who = format!(
-                " - node {me}: a process of uid 65534 and gid {group} (the admin group) gets"
-            );
-            let failed = failures(&output);
-            let [first, second] = failed[..] else {
-                panic!("{failed:?}");
-            };
-            let passed = "having passed the privilege check";
-            let join = "-EISCONN from lite_join(10.0.0.1, 18500, 1)";
-            let member = format!("{who} {join}, {passed} on a member node");
-            assert!(first.ends_with(&member), "{failed:?}");
-            let bad_join = format!("{who} -EINVAL from lite_join(\"not-an-ip\"), {passed}");
-            assert!(second.ends_with(&bad_join), "{failed:?}");
-            // The group is gone again afterwards.
-            let gone = "admin_group reads 4294967295 (no group), its default\n";
-            assert_contains(&output, &format!(" - node {me}: {gone}"));
         }
     }
 

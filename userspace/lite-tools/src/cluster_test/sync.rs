@@ -31,7 +31,7 @@ use super::processes::{
     collect, finish, points_of, report_point, spawn_kind, ChildPoints, WHY_SKIPPED,
 };
 use super::rpc::Blocker;
-use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use super::{password_of, unjoined, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
@@ -1112,31 +1112,18 @@ fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_l
 /// `-ENOTCONN`.
 pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     let some_lock = LiteLock { home: 1, number: 0 };
-    let not_connected = libc::ENOTCONN;
     vec![
-        refused("fetch_add before join", not_connected, move || {
+        unjoined("fetch_add", move || {
             fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0
         }),
-        refused("compare_swp before join", not_connected, move || {
+        unjoined("compare_swp", move || {
             compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0
         }),
-        refused(
-            "create_lock(node 1) before join",
-            not_connected,
-            move || create_lock_raw(kernel, 1).0,
-        ),
-        refused(
-            "ask_lock(node 1, 0) before join",
-            not_connected,
-            move || ask_lock_raw(kernel, 1, 0).0,
-        ),
-        refused("lock before join", not_connected, move || {
-            lock(kernel, &some_lock)
-        }),
-        refused("unlock before join", not_connected, move || {
-            unlock(kernel, &some_lock)
-        }),
-        refused("set_priority(NONE) before join", not_connected, move || {
+        unjoined("create_lock(node 1)", move || create_lock_raw(kernel, 1).0),
+        unjoined("ask_lock(node 1, 0)", move || ask_lock_raw(kernel, 1, 0).0),
+        unjoined("lock", move || lock(kernel, &some_lock)),
+        unjoined("unlock", move || unlock(kernel, &some_lock)),
+        unjoined("set_priority(NONE)", move || {
             kernel.set_priority(PRIORITY_NONE)
         }),
     ]
