@@ -27,7 +27,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::{check_errno, InStep};
+use self::io::{check_errno, check_errnos, InStep};
 use crate::cluster_test::io::{status, unless};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -587,23 +587,15 @@ fn bad_transfers<K: Kernel, W: Write>(
     let mut scratch = vec![0u8; size as usize];
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let h = probe.handle();
-    // SAFETY (both calls): address 8 lies in the never-mapped first page;
-    // the kernel must fail with -EFAULT without touching it.
-    let faults = unsafe {
-        [
-            (
-                "rdma_write from",
-                kernel.rdma_write(h, unmapped, 16, 0, none, password),
-            ),
-            (
-                "rdma_read into",
-                kernel.rdma_read(h, unmapped, 16, 0, none, password),
-            ),
-        ]
-    };
-    for (call, ret) in faults {
-        let description = format!("{call} unmapped buffer address 0x8 (16 B) returns -EFAULT");
-        tap.check(&description, expect_errno(ret, libc::EFAULT));
+    let at_0x8 = "unmapped buffer address 0x8 (16 B)";
+    check_errnos! { tap, "";
+        // SAFETY: address 8 lies in the never-mapped first page; the kernel
+        // must fail with -EFAULT without touching it.
+        format!("rdma_write from {at_0x8}") =>
+            unsafe { kernel.rdma_write(h, unmapped, 16, 0, none, password) }, libc::EFAULT;
+        // SAFETY: as above.
+        format!("rdma_read into {at_0x8}") =>
+            unsafe { kernel.rdma_read(h, unmapped, 16, 0, none, password) }, libc::EFAULT;
     }
 
     // Each request both ways: what is wrong, (handle, offset, length),
@@ -711,18 +703,14 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
     let handle = lmr.handle();
     tap.check(&description, lmr.free());
 
-    let none = Priority::None.as_raw();
     let mut buf = [0u8; 16];
-    // SAFETY: `buf` is readable for 16 bytes.
-    let ret = unsafe { kernel.rdma_write(handle, buf.as_ptr().cast(), 16, 0, none, password) };
-    check_errno(tap, "rdma_write after free", ret, libc::EBADF);
-    // SAFETY: `buf` is exclusively ours and 16 bytes long.
-    let ret = unsafe { kernel.rdma_read(handle, buf.as_mut_ptr().cast(), 16, 0, none, password) };
-    check_errno(tap, "rdma_read after free", ret, libc::EBADF);
-    let ret = kernel.free(handle);
-    check_errno(tap, "free of an already freed LMR", ret, libc::EBADF);
-    let what = format!("free of unknown handle {UNKNOWN_HANDLE:#x}");
-    check_errno(tap, &what, kernel.free(UNKNOWN_HANDLE), libc::EBADF);
+    let ebadf = libc::EBADF;
+    check_errnos! { tap, "";
+        "rdma_write after free" => io::write_at(kernel, handle, 0, &buf, password), ebadf;
+        "rdma_read after free" => io::read_at(kernel, handle, 0, &mut buf, password), ebadf;
+        "free of an already freed LMR" => kernel.free(handle), ebadf;
+        format!("free of unknown handle {UNKNOWN_HANDLE:#x}") => kernel.free(UNKNOWN_HANDLE), ebadf;
+    }
 }
 
 #[cfg(test)]
@@ -855,14 +843,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_single_node_on_its_own_passes_too() {
-        let kernel = FakeKernel::new(1, 1, Defects::default());
-        let (output, summary) = run_against(&kernel, 1);
-        assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
-    }
-
-    #[test]
     fn the_joined_hook_runs_once_after_the_join_before_any_lmr() {
         let kernel = FakeKernel::new(1, 1, Defects::default());
         let mut seen = Vec::new();
@@ -871,7 +851,9 @@ pub(crate) mod tests {
                 seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
             })
         });
-        assert!(summary.all_passed());
+        // A single node on its own passes too, leaving no LMR behind.
+        assert!(summary.all_passed(), "{:?}", failures(&output));
+        assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
         let [(id, lmrs, points)] = seen[..] else {
             panic!("the hook ran {} times", seen.len());
         };
@@ -1091,6 +1073,7 @@ pub(crate) mod tests {
                 nodes: 3,
                 of_node: Some(|me| {
                     let uid = quotas::UID_BASE + me;
+                    let who = format!("- node {me}: a process of uid {uid} gets -EDQUOT from");
                     let previous = if me == 1 { 3 } else { me - 1 };
                     let mut expected: Vec<String> = [
                         "alloc_remote of 516 KiB more",
@@ -1102,7 +1085,7 @@ pub(crate) mod tests {
                         "create_lock",
                     ]
                     .iter()
-                    .map(|call| format!("- node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
+                    .map(|call| format!("{who} {call}"))
                     .collect();
                     let remote = "alloc_remote of 1024 KiB more on node";
                     expected.push(format!("- node {me}: {remote} {previous} returns -EDQUOT"));
@@ -1116,20 +1099,26 @@ pub(crate) mod tests {
             Caught {
                 output: &["# expected -EPERM (-1), got -106 (-EISCONN)\n"],
                 of_node: Some(|me| {
-                    let group = 4300 + me;
-                    let modelled = "an unprivileged process (modelled)".to_string();
-                    let uid = "a process of uid 65534 and gid";
+                    let (group, uid) = (4300 + me, "a process of uid 65534 and gid");
+                    let modelled = "an unprivileged process (modelled)";
                     let outside = format!("{uid} 65534 (not admin group {group})");
                     let former = format!("{uid} {group} (no longer the admin group)");
-                    let expected = [&modelled, &modelled, &outside, &outside, &former, &former]
-                        .map(|who| format!("- node {me}: {who} gets -EPERM from lite_join("));
-                    let lock = format!("{modelled} can create a lock on node {me}, lock and unlock it\n");
-                    (expected.into(), vec![format!(" - node {me}: {lock}")])
+                    let joins = [
+                        "lite_join(10.0.0.1, 18500, 1)",
+                        "lite_join(\"not-an-ip\"), the privilege being checked first",
+                    ];
+                    let who = [modelled, &outside, &former];
+                    let expected = who.iter().flat_map(|who| {
+                        joins.map(|join| format!(" - node {me}: {who} gets -EPERM from {join}"))
+                    });
+                    let lock = format!("can create a lock on node {me}, lock and unlock it\n");
+                    (expected.collect(), vec![format!(" - node {me}: {modelled} {lock}")])
                 }),
                 ..caught(|d| d.join_without_privilege = true)
             },
             // The group is gone again afterwards.
             Caught {
+                output: &["# expected -EISCONN (-106), got -1 (-EPERM)\n"],
                 of_node: Some(|me| {
                     let who = format!(
                         " - node {me}: a process of uid 65534 and gid {} (the admin group) gets",
