@@ -885,10 +885,12 @@ pub(crate) mod tests {
         every: Option<&'static str>,
         /// Parts of the output, diagnostics included.
         output: &'static [&'static str],
-        /// For node `me`: all its failures, in order, named as in `first`,
-        /// and parts of its output.
-        of_node: Option<fn(u32) -> (Vec<String>, Vec<String>)>,
+        of_node: Option<OfNode>,
     }
+
+    /// What the run must show on node `me`: all its failures, in order,
+    /// named as in [`Caught::first`], and parts of its output.
+    type OfNode = fn(u32) -> (Vec<String>, Vec<String>);
 
     /// What the defect `set` switches on must at least cause on each of
     /// two nodes.
