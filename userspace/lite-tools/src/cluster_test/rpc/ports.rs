@@ -1,7 +1,6 @@
 //! Ports: closing them under waiting callers and receivers, descriptors and
 //! receive flags on a private port, and other processes' use of a port.
 
-use super::dying::Death;
 use super::*;
 
 /// Largest message the private port accepts.
@@ -371,7 +370,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         }
         "rpc-dying" => {
             let (port, held) = (number(1) as u32, number(2));
-            let killed = args.get(3).map(String::as_str) == Some(Death::Kill.arg());
+            let killed = args.get(3).map(String::as_str) == Some("true");
             if !registered(port, DYING_MAX, "lite-test-dying") {
                 return Some(1);
             }
