@@ -27,7 +27,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::{check_errno, InStep};
+use self::io::{check_errno, check_errnos, InStep};
 use crate::cluster_test::io::{status, unless};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -258,72 +258,50 @@ fn join_with_text<K: Kernel>(kernel: &K, text: &str) -> c_long {
     join_with_pointer(kernel, text.as_ptr())
 }
 
+/// The point "`what` before join returns -ENOTCONN".
+fn unjoined<'a>(what: impl std::fmt::Display, call: impl FnOnce() -> c_long + 'a) -> Check<'a> {
+    refused(format!("{what} before join"), libc::ENOTCONN, call)
+}
+
 /// Every call must be refused with -ENOTCONN before the node joins, and
 /// `lite_join` must reject bad addresses without joining.
 fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, skip: bool) {
-    let write_buf = [0u8; 16];
-    let mut read_buf = [0u8; 16];
-    let none = Priority::None.as_raw();
-    let not_connected = libc::ENOTCONN;
+    let (buf, mut reply, none) = ([0u8; 16], [0u8; 16], Priority::None.as_raw());
+    let (from, into) = (buf.as_ptr().cast(), reply.as_mut_ptr().cast());
     let mut cases: Vec<Check<'_>> = vec![
-        refused("get_node_id before join", not_connected, || {
-            kernel.get_node_id()
-        }),
-        refused("get_total_node before join", not_connected, || {
-            kernel.get_total_node()
-        }),
+        unjoined("get_node_id", || kernel.get_node_id()),
+        unjoined("get_total_node", || kernel.get_total_node()),
         (
             "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
             Box::new(|| {
                 expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
             }),
         ),
-        refused(
-            "rdma_write(handle 1, 16 B) before join",
-            not_connected,
-            || {
-                // SAFETY: `write_buf` is readable for 16 bytes.
-                unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) }
-            },
-        ),
-        refused(
-            "rdma_read(handle 1, 16 B) before join",
-            not_connected,
-            || {
-                // SAFETY: `read_buf` is exclusively ours and 16 bytes long.
-                unsafe { kernel.rdma_read(1, read_buf.as_mut_ptr().cast(), 16, 0, none, 1) }
-            },
-        ),
-        refused("free(handle 1) before join", not_connected, || {
-            kernel.free(1)
+        // SAFETY: `buf` is readable for 16 bytes.
+        unjoined("rdma_write(handle 1, 16 B)", || unsafe {
+            kernel.rdma_write(1, from, 16, 0, none, 1)
         }),
-        refused(
-            format!("dist_barrier({nodes}) before join"),
-            not_connected,
-            move || kernel.dist_barrier(nodes),
-        ),
-        refused("leave(0) before join", not_connected, || kernel.leave(0)),
-        refused(
-            "register_application(port 10) before join",
-            not_connected,
-            || {
-                // SAFETY: the name is readable for its 4 bytes.
-                let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
-                if ret == 0 {
-                    kernel.unregister_application(10);
-                }
-                ret
-            },
-        ),
-        refused(
-            "send_reply_imm to node 1 before join",
-            not_connected,
-            || {
-                let (request, mut reply) = (write_buf.as_ptr().cast(), [0u8; 16]);
-                // SAFETY: the request is readable and `reply` writable.
-                unsafe { kernel.send_reply_imm(1, 10, request, 16, reply.as_mut_ptr().cast(), 16) }
-            },
-        ),
+        // SAFETY: `reply` is exclusively ours and 16 bytes long.
+        unjoined("rdma_read(handle 1, 16 B)", || unsafe {
+            kernel.rdma_read(1, into, 16, 0, none, 1)
+        }),
+        unjoined("free(handle 1)", || kernel.free(1)),
+        unjoined(format!("dist_barrier({nodes})"), move || {
+            kernel.dist_barrier(nodes)
+        }),
+        unjoined("leave(0)", || kernel.leave(0)),
+        unjoined("register_application(port 10)", || {
+            // SAFETY: the name is readable for its 4 bytes.
+            let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
+            if ret == 0 {
+                kernel.unregister_application(10);
+            }
+            ret
+        }),
+        // SAFETY: the request is readable and `reply` writable.
+        unjoined("send_reply_imm to node 1", || unsafe {
+            kernel.send_reply_imm(1, 10, from, 16, into, 16)
+        }),
         refused("join with a NULL address", libc::EFAULT, || {
             join_with_pointer(kernel, ptr::null())
         }),
@@ -609,23 +587,15 @@ fn bad_transfers<K: Kernel, W: Write>(
     let mut scratch = vec![0u8; size as usize];
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let h = probe.handle();
-    // SAFETY (both calls): address 8 lies in the never-mapped first page;
-    // the kernel must fail with -EFAULT without touching it.
-    let faults = unsafe {
-        [
-            (
-                "rdma_write from",
-                kernel.rdma_write(h, unmapped, 16, 0, none, password),
-            ),
-            (
-                "rdma_read into",
-                kernel.rdma_read(h, unmapped, 16, 0, none, password),
-            ),
-        ]
-    };
-    for (call, ret) in faults {
-        let description = format!("{call} unmapped buffer address 0x8 (16 B) returns -EFAULT");
-        tap.check(&description, expect_errno(ret, libc::EFAULT));
+    let at_0x8 = "unmapped buffer address 0x8 (16 B)";
+    check_errnos! { tap, "";
+        // SAFETY: address 8 lies in the never-mapped first page; the kernel
+        // must fail with -EFAULT without touching it.
+        format!("rdma_write from {at_0x8}") =>
+            unsafe { kernel.rdma_write(h, unmapped, 16, 0, none, password) }, libc::EFAULT;
+        // SAFETY: as above.
+        format!("rdma_read into {at_0x8}") =>
+            unsafe { kernel.rdma_read(h, unmapped, 16, 0, none, password) }, libc::EFAULT;
     }
 
     // Each request both ways: what is wrong, (handle, offset, length),
@@ -733,18 +703,14 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
     let handle = lmr.handle();
     tap.check(&description, lmr.free());
 
-    let none = Priority::None.as_raw();
     let mut buf = [0u8; 16];
-    // SAFETY: `buf` is readable for 16 bytes.
-    let ret = unsafe { kernel.rdma_write(handle, buf.as_ptr().cast(), 16, 0, none, password) };
-    check_errno(tap, "rdma_write after free", ret, libc::EBADF);
-    // SAFETY: `buf` is exclusively ours and 16 bytes long.
-    let ret = unsafe { kernel.rdma_read(handle, buf.as_mut_ptr().cast(), 16, 0, none, password) };
-    check_errno(tap, "rdma_read after free", ret, libc::EBADF);
-    let ret = kernel.free(handle);
-    check_errno(tap, "free of an already freed LMR", ret, libc::EBADF);
-    let what = format!("free of unknown handle {UNKNOWN_HANDLE:#x}");
-    check_errno(tap, &what, kernel.free(UNKNOWN_HANDLE), libc::EBADF);
+    let ebadf = libc::EBADF;
+    check_errnos! { tap, "";
+        "rdma_write after free" => io::write_at(kernel, handle, 0, &buf, password), ebadf;
+        "rdma_read after free" => io::read_at(kernel, handle, 0, &mut buf, password), ebadf;
+        "free of an already freed LMR" => kernel.free(handle), ebadf;
+        format!("free of unknown handle {UNKNOWN_HANDLE:#x}") => kernel.free(UNKNOWN_HANDLE), ebadf;
+    }
 }
 
 #[cfg(test)]
@@ -877,14 +843,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_single_node_on_its_own_passes_too() {
-        let kernel = FakeKernel::new(1, 1, Defects::default());
-        let (output, summary) = run_against(&kernel, 1);
-        assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
-    }
-
-    #[test]
     fn the_joined_hook_runs_once_after_the_join_before_any_lmr() {
         let kernel = FakeKernel::new(1, 1, Defects::default());
         let mut seen = Vec::new();
@@ -893,7 +851,9 @@ pub(crate) mod tests {
                 seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
             })
         });
-        assert!(summary.all_passed());
+        // A single node on its own passes too, leaving no LMR behind.
+        assert!(summary.all_passed(), "{:?}", failures(&output));
+        assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
         let [(id, lmrs, points)] = seen[..] else {
             panic!("the hook ran {} times", seen.len());
         };
@@ -904,40 +864,6 @@ pub(crate) mod tests {
         let total_node = total_node.and_then(|l| l.strip_prefix("ok ")?.split(' ').next());
         // Right after the last point of the join.
         assert_eq!(Some(points.to_string().as_str()), total_node, "{output}");
-    }
-
-    /// Asserts that `failed` holds as many lines as `expected`, each
-    /// containing its counterpart.
-    #[track_caller]
-    fn assert_failed_lines(failed: &[&str], expected: &[String]) {
-        assert_eq!(failed.len(), expected.len(), "{failed:?}");
-        for (line, part) in failed.iter().zip(expected) {
-            assert!(line.contains(part.as_str()), "{part}: {failed:?}");
-        }
-    }
-
-    #[test]
-    fn unenforced_quotas_are_caught() {
-        let defects = defects_with(|d| d.ignore_quotas = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(3, defects)) {
-            let uid = quotas::UID_BASE + me;
-            let previous = if me == 1 { 3 } else { me - 1 };
-            let mut expected: Vec<String> = [
-                "alloc_remote of 516 KiB more",
-                "add_ask_mr_table of a fourth name",
-                "wrap_alloc of 4 KiB under a fifth name",
-                "register_lmr of 4 KiB more, beyond its pinned_memory quota",
-                "alloc_remote of 4 KiB more",
-                "register_application of port 52",
-                "create_lock",
-            ]
-            .iter()
-            .map(|call| format!(" - node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
-            .collect();
-            let remote = "alloc_remote of 1024 KiB more on node";
-            expected.push(format!(" - node {me}: {remote} {previous} returns -EDQUOT"));
-            assert_failed_lines(&failures(&output), &expected);
-        }
     }
 
     /// A defect of the model and what the run must show on each node it
@@ -959,7 +885,12 @@ pub(crate) mod tests {
         every: Option<&'static str>,
         /// Parts of the output, diagnostics included.
         output: &'static [&'static str],
+        of_node: Option<OfNode>,
     }
+
+    /// What the run must show on node `me`: all its failures, in order,
+    /// named as in [`Caught::first`], and parts of its output.
+    type OfNode = fn(u32) -> (Vec<String>, Vec<String>);
 
     /// What the defect `set` switches on must at least cause on each of
     /// two nodes.
@@ -974,6 +905,7 @@ pub(crate) mod tests {
             among: &[],
             every: None,
             output: &[],
+            of_node: None,
         }
     }
 
@@ -1013,6 +945,16 @@ pub(crate) mod tests {
             }
             for expected in case.output {
                 assert!(output.contains(expected), "{expected}: {output}");
+            }
+            if let Some(of_node) = case.of_node {
+                let (all, parts) = of_node(index as u32 + 1);
+                assert_eq!(failed.len(), all.len(), "{context}");
+                for (line, expected) in failed.iter().zip(&all) {
+                    assert!(names(line, expected), "{expected}: {context}");
+                }
+                for part in parts {
+                    assert!(output.contains(&part), "{part}: {output}");
+                }
             }
         }
     }
@@ -1129,6 +1071,72 @@ pub(crate) mod tests {
                 ],
                 ..caught(|d| d.leave_accepts_unknown_flags = true)
             },
+            Caught {
+                nodes: 3,
+                of_node: Some(|me| {
+                    let uid = quotas::UID_BASE + me;
+                    let who = format!("- node {me}: a process of uid {uid} gets -EDQUOT from");
+                    let previous = if me == 1 { 3 } else { me - 1 };
+                    let mut expected: Vec<String> = [
+                        "alloc_remote of 516 KiB more",
+                        "add_ask_mr_table of a fourth name",
+                        "wrap_alloc of 4 KiB under a fifth name",
+                        "register_lmr of 4 KiB more, beyond its pinned_memory quota",
+                        "alloc_remote of 4 KiB more",
+                        "register_application of port 52",
+                        "create_lock",
+                    ]
+                    .iter()
+                    .map(|call| format!("{who} {call}"))
+                    .collect();
+                    let remote = "alloc_remote of 1024 KiB more on node";
+                    expected.push(format!("- node {me}: {remote} {previous} returns -EDQUOT"));
+                    (expected, vec![])
+                }),
+                ..caught(|d| d.ignore_quotas = true)
+            },
+            // Processes outside the admin group, and those of a group that
+            // is no longer it, are refused too; the rest of the probe and
+            // the test go on unaffected.
+            Caught {
+                output: &["# expected -EPERM (-1), got -106 (-EISCONN)\n"],
+                of_node: Some(|me| {
+                    let (group, uid) = (4300 + me, "a process of uid 65534 and gid");
+                    let modelled = "an unprivileged process (modelled)";
+                    let outside = format!("{uid} 65534 (not admin group {group})");
+                    let former = format!("{uid} {group} (no longer the admin group)");
+                    let joins = [
+                        "lite_join(10.0.0.1, 18500, 1)",
+                        "lite_join(\"not-an-ip\"), the privilege being checked first",
+                    ];
+                    let who = [modelled, &outside, &former];
+                    let expected = who.iter().flat_map(|who| {
+                        joins.map(|join| format!(" - node {me}: {who} gets -EPERM from {join}"))
+                    });
+                    let lock = format!("can create a lock on node {me}, lock and unlock it\n");
+                    (expected.collect(), vec![format!(" - node {me}: {modelled} {lock}")])
+                }),
+                ..caught(|d| d.join_without_privilege = true)
+            },
+            // The group is gone again afterwards.
+            Caught {
+                output: &["# expected -EISCONN (-106), got -1 (-EPERM)\n"],
+                of_node: Some(|me| {
+                    let who = format!(
+                        " - node {me}: a process of uid 65534 and gid {} (the admin group) gets",
+                        4300 + me
+                    );
+                    let passed = "having passed the privilege check";
+                    let join = "-EISCONN from lite_join(10.0.0.1, 18500, 1)";
+                    let failed = vec![
+                        format!("{who} {join}, {passed} on a member node"),
+                        format!("{who} -EINVAL from lite_join(\"not-an-ip\"), {passed}"),
+                    ];
+                    let gone = "admin_group reads 4294967295 (no group), its default\n";
+                    (failed, vec![format!(" - node {me}: {gone}")])
+                }),
+                ..caught(|d| d.ignore_admin_group = true)
+            },
         ];
         // One cluster per case, all at once, as separate tests would run.
         std::thread::scope(|scope| {
@@ -1172,51 +1180,6 @@ pub(crate) mod tests {
             let fresh = output.contains("ok 1 - get_node_id before join returns -ENOTCONN\n");
             assert_eq!(fresh, me == 4, "{output}");
             assert_contains(&output, " - get_total_node returns 4\n");
-        }
-    }
-
-    #[test]
-    fn an_unprivileged_join_that_is_not_refused_is_caught() {
-        let defects = defects_with(|d| d.join_without_privilege = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
-            // Processes outside the admin group, and those of a group that
-            // is no longer it, are refused too.
-            let group = 4300 + me;
-            let modelled = "an unprivileged process (modelled)".to_string();
-            let uid = "a process of uid 65534 and gid";
-            let outside = format!("{uid} 65534 (not admin group {group})");
-            let former = format!("{uid} {group} (no longer the admin group)");
-            let expected = [&modelled, &modelled, &outside, &outside, &former, &former]
-                .map(|who| format!(" - node {me}: {who} gets -EPERM from lite_join("));
-            assert_failed_lines(&failures(&output), &expected);
-            assert_contains(&output, "# expected -EPERM (-1), got -106 (-EISCONN)\n");
-            // The rest of the probe and the test go on unaffected.
-            let lock = format!("{modelled} can create a lock on node {me}, lock and unlock it\n");
-            assert_contains(&output, &format!(" - node {me}: {lock}"));
-        }
-    }
-
-    #[test]
-    fn an_admin_group_that_gives_no_privilege_is_caught() {
-        let defects = defects_with(|d| d.ignore_admin_group = true);
-        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
-            let group = 4300 + me;
-            let who = format!(
-                " - node {me}: a process of uid 65534 and gid {group} (the admin group) gets"
-            );
-            let failed = failures(&output);
-            let [first, second] = failed[..] else {
-                panic!("{failed:?}");
-            };
-            let passed = "having passed the privilege check";
-            let join = "-EISCONN from lite_join(10.0.0.1, 18500, 1)";
-            let member = format!("{who} {join}, {passed} on a member node");
-            assert!(first.ends_with(&member), "{failed:?}");
-            let bad_join = format!("{who} -EINVAL from lite_join(\"not-an-ip\"), {passed}");
-            assert!(second.ends_with(&bad_join), "{failed:?}");
-            // The group is gone again afterwards.
-            let gone = "admin_group reads 4294967295 (no group), its default\n";
-            assert_contains(&output, &format!(" - node {me}: {gone}"));
         }
     }
 

@@ -16,6 +16,7 @@
 
 use std::io::Write;
 
+use crate::cluster_test::io::read_debugfs_as;
 use crate::cluster_test::Node;
 use crate::debugfs::ACCESS_PROBE_FILE;
 use crate::kernel::Kernel;
@@ -34,16 +35,11 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         tap.skip(&what, "an in-memory model has no device to probe");
         return;
     }
-    let text = match kernel.read_debugfs(ACCESS_PROBE_FILE) {
-        Some(Ok(text)) => text,
-        Some(Err(err)) => {
-            tap.not_ok(&what, &format!("cannot read {ACCESS_PROBE_FILE}: {err}"));
-            return;
-        }
-        None => {
-            tap.not_ok(&what, "this kernel has no debugfs");
-            return;
-        }
+    let read = read_debugfs_as(kernel, ACCESS_PROBE_FILE, |text| {
+        Ok::<String, String>(text.into())
+    });
+    let Some(text) = tap.value_or_not_ok(&what, read) else {
+        return;
     };
     let checks = parse(&text);
     for (name, outcome) in &checks {

@@ -2,6 +2,7 @@
 //! handle, barriers reported as test points, names, and user memory.
 
 use std::ffi::c_void;
+use std::fmt::Display;
 use std::io::Write;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use libc::c_long;
 use lite::sys::{LiteStats, PRIORITY_NONE};
 
 use crate::deadline::{interrupt_at, Deadline};
-use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
+use crate::errno::{describe_error, describe_result, errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::tap::Tap;
@@ -31,6 +32,53 @@ pub struct OutOfStep;
 /// What a part of the cluster test that enters barriers returns: `Err`
 /// once the nodes are out of step.
 pub type InStep = Result<(), OutOfStep>;
+
+/// Why a case on a debugfs file cannot run on a kernel without debugfs.
+pub const NO_DEBUGFS: &str = "this kernel has no debugfs";
+
+/// Reads debugfs file `file` and parses it with `parse`.
+pub fn read_debugfs_as<K: Kernel, T, E: Display>(
+    kernel: &K,
+    file: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, String> {
+    let text = kernel.read_debugfs(file).ok_or(NO_DEBUGFS)?;
+    let text = text.map_err(|e| format!("reading {file}: {}", describe_error(&e)))?;
+    parse(&text).map_err(|e| format!("{file}: {e}"))
+}
+
+/// Writes `line` (and a newline) to debugfs file `file`.
+pub fn write_debugfs_line<K: Kernel>(
+    kernel: &K,
+    file: &str,
+    line: impl Display,
+) -> Result<(), String> {
+    let written = kernel
+        .write_debugfs(file, &format!("{line}\n"))
+        .ok_or(NO_DEBUGFS)?;
+    written.map_err(|e| format!("writing \"{line}\" to {file}: {}", describe_error(&e)))
+}
+
+/// Writes `line` to debugfs file `file`, which must refuse it with one of
+/// `errnos`.
+pub fn refused_debugfs_line<K: Kernel>(
+    kernel: &K,
+    file: &str,
+    line: &str,
+    errnos: &[i32],
+) -> Result<(), String> {
+    let expected: Vec<&str> = errnos.iter().map(|&errno| errno_name(errno)).collect();
+    let expected = expected.join(" or ");
+    match kernel
+        .write_debugfs(file, &format!("{line}\n"))
+        .ok_or(NO_DEBUGFS)?
+    {
+        Ok(()) => Err(format!("the write went through; expected {expected}")),
+        Err(e) => unless(errnos.contains(&e.raw_os_error().unwrap_or(0)), || {
+            format!("expected {expected}, got {}", describe_error(&e))
+        }),
+    }
+}
 
 /// Writes `data` at `offset` of `handle`; the raw result.
 pub fn write_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, data: &[u8], pw: u64) -> c_long {

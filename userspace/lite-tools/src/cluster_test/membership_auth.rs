@@ -50,39 +50,37 @@ const WHY_SKIPPED: &str = "needs the real kernel's keyrings";
 /// The secret a child puts in its keyring instead of the cluster's.
 const WRONG_SECRET: &[u8] = b"not this cluster's secret";
 
-/// One join that must be refused.
+/// One join that must be refused: its name on the child's command line,
+/// what `lite_join` must return (negated), and what the caller's keyrings
+/// hold (`None`: the right secret, but the manager is a fake).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
-    /// A wrong secret in the caller's keyrings.
-    WrongSecret,
-    /// No secret in the caller's keyrings.
-    NoSecret,
-    /// A manager without the secret.
-    FakeManager,
+struct Case {
+    name: &'static str,
+    errno: i32,
+    held: Option<&'static str>,
 }
 
-impl Case {
-    const ALL: [Case; 3] = [Case::WrongSecret, Case::NoSecret, Case::FakeManager];
+const WITH_WRONG_SECRET: Case = Case {
+    name: "wrong-secret",
+    errno: libc::EKEYREJECTED,
+    held: Some("a wrong cluster secret"),
+};
+const WITHOUT_SECRET: Case = Case {
+    name: "no-secret",
+    errno: libc::ENOKEY,
+    held: Some("no cluster secret"),
+};
+const FAKE_MANAGER: Case = Case {
+    name: "fake-manager",
+    errno: libc::EKEYREJECTED,
+    held: None,
+};
 
-    /// Its name on the child's command line.
-    fn name(self) -> &'static str {
-        match self {
-            Case::WrongSecret => "wrong-secret",
-            Case::NoSecret => "no-secret",
-            Case::FakeManager => "fake-manager",
-        }
-    }
+impl Case {
+    const ALL: [Case; 3] = [WITH_WRONG_SECRET, WITHOUT_SECRET, FAKE_MANAGER];
 
     fn from_name(name: &str) -> Option<Case> {
-        Case::ALL.into_iter().find(|case| case.name() == name)
-    }
-
-    /// What `lite_join` must return (negated).
-    fn expected_errno(self) -> i32 {
-        match self {
-            Case::WrongSecret | Case::FakeManager => libc::EKEYREJECTED,
-            Case::NoSecret => libc::ENOKEY,
-        }
+        Case::ALL.into_iter().find(|case| case.name == name)
     }
 
     /// The test point; `manager` is where the join goes (for the fake
@@ -90,17 +88,17 @@ impl Case {
     fn description(self, manager: SocketAddr) -> String {
         let refused = format!(
             "returns -{} and leaves the node out of the cluster",
-            errno_name(self.expected_errno())
+            errno_name(self.errno)
         );
-        let held = match self {
-            Case::WrongSecret => "a wrong cluster secret",
-            Case::NoSecret => "no cluster secret",
-            Case::FakeManager => return format!(
+        match self.held {
+            Some(held) => {
+                format!("join {manager} from a process whose keyrings hold {held} {refused}")
+            }
+            None => format!(
                 "join a fake manager on this node's port {} that does not hold the cluster secret (it sends the node's own proof back) {refused}",
                 manager.port()
             ),
-        };
-        format!("join {manager} from a process whose keyrings hold {held} {refused}")
+        }
     }
 }
 
@@ -114,9 +112,9 @@ pub(super) fn run<K: Kernel, W: Write>(
 ) {
     let manager = SocketAddr::new(IpAddr::V4(config.cm), CM_DEFAULT_PORT);
     for case in Case::ALL {
-        let target = match case {
-            Case::FakeManager => SocketAddr::new(IpAddr::V4(config.cm), FAKE_MANAGER_PORT),
-            _ => manager,
+        let target = match case.held {
+            None => SocketAddr::new(IpAddr::V4(config.cm), FAKE_MANAGER_PORT),
+            Some(_) => manager,
         };
         let description = case.description(target);
         if skip {
@@ -127,8 +125,8 @@ pub(super) fn run<K: Kernel, W: Write>(
             tap.skip(&description, WHY_SKIPPED);
             continue;
         }
-        let outcome = match case {
-            Case::FakeManager => own_address(config.cm).and_then(|ip| {
+        let outcome = match case.held {
+            None => own_address(config.cm).and_then(|ip| {
                 join_fake_manager(SocketAddr::new(IpAddr::V4(ip), FAKE_MANAGER_PORT))
             }),
             _ => join_in_child(case, target),
@@ -169,7 +167,7 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
 /// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
     let (ip, port) = (manager.ip().to_string(), manager.port().to_string());
-    let points = points_of(spawn(&[KIND.into(), case.name().into(), ip, port])?)?;
+    let points = points_of(spawn(&[KIND.into(), case.name.into(), ip, port])?)?;
     match <[_; 1]>::try_from(points) {
         Ok([(_, outcome)]) => outcome,
         Err(points) => Err(format!(
@@ -196,7 +194,7 @@ fn join_fake_manager(address: SocketAddr) -> Result<(), String> {
             .name("fake manager".into())
             .spawn_scoped(scope, || serve_one_node(&listener, &stop))
             .map_err(|e| format!("starting the fake manager: {e}"))?;
-        let joined = join_in_child(Case::FakeManager, address);
+        let joined = join_in_child(FAKE_MANAGER, address);
         stop.store(true, Ordering::SeqCst);
         let exchange = fake.join();
         joined.and(exchange.unwrap_or_else(|_| Err("the fake manager panicked".into())))
@@ -277,17 +275,17 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 /// Prepares this process's keyrings for `case` and checks that the join
 /// to `manager` fails as it must.
 fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Result<(), String> {
-    if matches!(case, Case::WrongSecret | Case::NoSecret) {
+    if case.held.is_some() {
         join_new_session_keyring().map_err(|e| format!("joining a new session keyring: {e}"))?;
     }
-    if case == Case::WrongSecret {
+    if case == WITH_WRONG_SECRET {
         add_cluster_secret(WRONG_SECRET, SESSION_KEYRING)
             .map_err(|e| format!("adding a wrong secret to the session keyring: {e}"))?;
     }
     let ip = CString::new(manager.ip().to_string()).map_err(|e| e.to_string())?;
     // SAFETY: `ip` is a NUL-terminated string that outlives the call.
     let ret: c_long = unsafe { kernel.join(ip.as_ptr(), manager.port().into(), IB_PORT) };
-    expect_errno(ret, case.expected_errno())
+    expect_errno(ret, case.errno)
 }
 
 #[cfg(test)]
@@ -299,7 +297,7 @@ mod tests {
     #[test]
     fn cases_survive_the_command_line() {
         for case in Case::ALL {
-            assert_eq!(Case::from_name(case.name()), Some(case));
+            assert_eq!(Case::from_name(case.name), Some(case));
         }
         assert_eq!(Case::from_name("right-secret"), None);
     }
@@ -310,11 +308,9 @@ mod tests {
         for case in Case::ALL {
             let description = case.description(manager);
             assert!(!description.contains(": "), "{description}");
-            let errno = format!("-{} ", errno_name(case.expected_errno()));
+            let errno = format!("-{} ", errno_name(case.errno));
             assert_contains(&description, &errno);
         }
-        assert_eq!(Case::NoSecret.expected_errno(), libc::ENOKEY);
-        assert_eq!(Case::WrongSecret.expected_errno(), libc::EKEYREJECTED);
     }
 
     #[test]

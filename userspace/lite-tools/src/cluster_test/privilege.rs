@@ -116,7 +116,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, co
 }
 
 /// Reports a process's points, each prefixed with `who`.
-fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints) {
+pub(super) fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints) {
     if points.is_empty() {
         tap.not_ok(&format!("{who} reports its calls"), "it reported nothing");
     }
@@ -400,20 +400,6 @@ mod tests {
         let modelled = "# node 1: no process started as uid 65534: the kernel model runs";
         assert_contains_all(&output, &[modelled, refused, STILL_A_MEMBER]);
         assert_eq!(kernel.live_lmrs(), 0);
-    }
-
-    #[test]
-    fn a_join_that_does_not_check_the_privilege_is_caught() {
-        let defects = defects_with(|d| d.join_without_privilege = true);
-        let (kernel, probe) = member(2, defects);
-        let process = kernel.unprivileged_process().expect("the model has one");
-        let points = unprivileged_calls(&process, probe);
-        let join = "gets -EPERM from lite_join(10.0.0.1, 18500, 1)";
-        let bad_join =
-            "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first";
-        assert_eq!(failures(&points), [join, bad_join]);
-        let isconn = "expected -EPERM (-1), got -106 (-EISCONN)";
-        assert_eq!(points[0].1, Err(isconn.to_string()));
     }
 
     #[test]

@@ -81,6 +81,20 @@ pub(super) fn spawn_kind(kind: &str, args: &[&dyn Display]) -> Result<Child, Str
     spawn(&all)
 }
 
+/// In a child: says `ready`, then waits for its parent's word (a line on
+/// stdin, or its end).
+pub(super) fn ready_then_wait() {
+    crate::say(format_args!("ready"));
+    let _ = std::io::stdin().read_line(&mut String::new());
+}
+
+/// In the parent: gives a child waiting in [`ready_then_wait`] its word.
+pub(super) fn tell_go(child: &mut Child) {
+    if let Some(stdin) = child.stdin.as_mut() {
+        let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
+    }
+}
+
 /// Test points a child reported.
 pub(super) type ChildPoints = Vec<(String, Result<(), String>)>;
 
@@ -398,9 +412,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         return Err(out_of_step);
     }
     for (child, out) in &mut children {
-        if let Some(stdin) = child.stdin.as_mut() {
-            let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
-        }
+        tell_go(child);
         if let Some(out) = out {
             keep_first_failure(&mut outcome, collect(out, false));
         }
@@ -498,14 +510,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
             0
         }
         Some("concurrent") => {
-            let (owner, name, pw, node, index, nodes) = (
-                number(1) as u32,
-                number(2),
-                number(3),
-                number(4) as u32,
-                number(5) as u32,
-                number(6) as u32,
-            );
+            let [owner, name, pw, node, index, nodes] = [1, 2, 3, 4, 5, 6].map(number);
+            let [owner, node, index, nodes] = [owner, node, index, nodes].map(|n| n as u32);
             let mapped = kernel.ask_lmr(owner, name, PERM_READ | PERM_WRITE, pw);
             let mapping = match handle_of(mapped, "ask_lmr") {
                 Ok(h) => h,
@@ -528,9 +534,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 &format!("write region of child {index} on node {node}"),
                 outcome,
             );
-            ready();
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
+            ready_then_wait();
             let mut mismatches = 0;
             let mut failure = None;
             for n in 1..=nodes {

@@ -59,51 +59,34 @@ struct Board {
     round: u64,
 }
 
-/// A round as written into a slot.
+/// A round as written into a slot: its number, then its name (cut to
+/// [`LABEL_LEN`] bytes, padded with zeros).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Label {
-    round: u64,
-    name: [u8; LABEL_LEN],
-}
+struct Label([u8; SLOT]);
 
 impl Label {
     fn new(round: u64, name: &str) -> Self {
-        let mut label = Self {
-            round,
-            name: [0; LABEL_LEN],
-        };
+        let mut bytes = [0u8; SLOT];
+        bytes[..8].copy_from_slice(&round.to_le_bytes());
         let len = name.len().min(LABEL_LEN);
         // PANIC: `len` is at most the length of both.
-        label.name[..len].copy_from_slice(&name.as_bytes()[..len]);
-        label
-    }
-
-    fn to_bytes(&self) -> [u8; SLOT] {
-        let mut bytes = [0u8; SLOT];
-        // PANIC: 8 + LABEL_LEN == SLOT.
-        bytes[..8].copy_from_slice(&self.round.to_le_bytes());
-        bytes[8..].copy_from_slice(&self.name);
-        bytes
+        bytes[8..8 + len].copy_from_slice(&name.as_bytes()[..len]);
+        Label(bytes)
     }
 
     /// The label in `slot`, which is [`SLOT`] bytes long.
     fn from_slot(slot: &[u8]) -> Self {
-        let mut round = [0u8; 8];
-        let mut name = [0u8; LABEL_LEN];
+        let mut bytes = [0u8; SLOT];
         // PANIC: callers pass slots of SLOT bytes.
-        round.copy_from_slice(&slot[..8]);
-        name.copy_from_slice(&slot[8..SLOT]);
-        Self {
-            round: u64::from_le_bytes(round),
-            name,
-        }
+        bytes.copy_from_slice(&slot[..SLOT]);
+        Label(bytes)
     }
 
     fn describe(&self) -> String {
-        let end = self.name.iter().position(|&b| b == 0).unwrap_or(LABEL_LEN);
-        // PANIC: `end` is at most LABEL_LEN.
-        let name = String::from_utf8_lossy(&self.name[..end]);
-        format!("round {} ({name})", self.round)
+        let (round, name) = self.0.split_at(8);
+        let round = u64::from_le_bytes(round.try_into().unwrap_or_default());
+        let end = name.iter().position(|&b| b == 0).unwrap_or(LABEL_LEN);
+        format!("round {round} ({})", String::from_utf8_lossy(&name[..end]))
     }
 }
 
@@ -220,7 +203,7 @@ pub fn labelled<K: Kernel>(
     };
     let pw = password_of(BOARD_HOME);
     let mine = Label::new(round, name);
-    write_ok(kernel, handle, slot_offset(me, round), &mine.to_bytes(), pw)
+    write_ok(kernel, handle, slot_offset(me, round), &mine.0, pw)
         .map_err(|e| barrier_failed(&format!("labelling {}: {e}", mine.describe())))?;
     enter()?;
     let size = board_size(nodes) as usize;
@@ -341,7 +324,7 @@ mod tests {
     #[test]
     fn a_label_reads_back_as_written_and_long_names_are_cut() {
         let label = Label::new(7, "dist_barrier(3) after the concurrent RPCs");
-        assert_eq!(Label::from_slot(&label.to_bytes()), label);
+        assert_eq!(Label::from_slot(&label.0), label);
         let described = "round 7 (dist_barrier(3) after the concurrent RPCs)";
         assert_eq!(label.describe(), described);
         let long = "x".repeat(2 * LABEL_LEN);

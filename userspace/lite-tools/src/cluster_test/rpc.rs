@@ -1,17 +1,7 @@
 //! RPC and messaging: every node opens a service port answered by a few
-//! server threads, and calls every node's service (its own included) with
-//! requests of every size, from many threads and processes at once, and by
-//! multicast; every node storms every node with calls and multicasts from
-//! several threads at once on ports nobody used before, so that many
-//! threads make a client's first requests to a port together; a server
-//! process receives requests from every node and exits, or is killed,
-//! without answering, and every caller must learn at once; a client's
-//! ring on a server is broken by a request whose header the kernel
-//! corrupts on purpose, and the callers whose requests it held must fail
-//! at once with `-EPROTO` while the client's next calls are served; a
-//! slow receiver is flooded with one-way messages; rings are filled until
-//! senders get `-EAGAIN`; ports are closed under waiting callers and
-//! receivers; and descriptors and arguments are misused.
+//! server threads, which every node calls in every way (see
+//! `served_cases` for the cases, one submodule each); all of it
+//! concurrently from every node, threads and processes.
 //!
 //! Every node runs the same code relative to its own id; the barriers in
 //! here are entered unconditionally, in the same order on every node,
@@ -37,9 +27,12 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, check_errno, check_zero, outcome_of, InStep, OutOfStep};
+use super::io::{
+    barrier, check_errno, check_zero, outcome_of, write_debugfs_line, InStep, OutOfStep,
+};
 use super::processes::{
-    collect, finish, keep_first_failure, points_of, report_point, spawn, WHY_SKIPPED,
+    collect, finish, keep_first_failure, points_of, ready_then_wait, report_point, spawn,
+    WHY_SKIPPED,
 };
 use super::target_name;
 use crate::cluster_test::io::unless;
@@ -47,8 +40,8 @@ use crate::cluster_test::Node;
 use crate::deadline::{
     current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
 };
-use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
-use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
+use crate::debugfs::RPC_FAULT_FILE;
+use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::plan::{next_node, previous_node};
@@ -395,14 +388,12 @@ pub(super) struct Blocker {
 }
 
 impl Blocker {
-    /// Records the calling thread; call right before the blocking call.
-    pub(super) fn arm(&self) {
+    /// Makes the blocking `call` on the calling thread, observably.
+    pub(super) fn around<T>(&self, call: impl FnOnce() -> T) -> T {
         self.tid.store(current_thread(), Ordering::SeqCst);
-    }
-
-    /// The call returned.
-    pub(super) fn finish(&self) {
+        let result = call();
         self.finished.store(true, Ordering::SeqCst);
+        result
     }
 
     /// Waits until the thread sleeps (in the call) or has returned from

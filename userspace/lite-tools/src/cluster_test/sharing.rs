@@ -325,7 +325,12 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
         let point = format!("node {me}: publish the {what} LMR to revoke");
         tap.check(&point, publish(kernel, name_of(kind, me), handle, password));
     }
-    barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
+    // Out of step, the buffer is deregistered before its pages go.
+    let deregister = |out_of_step| {
+        kernel.deregister_lmr(registered);
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "publishing the LMRs to revoke").map_err(deregister)?;
 
     let owner = previous_node(me, nodes);
     let pw = password_of(owner);
@@ -339,7 +344,7 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
         check_zero(tap, &point, read_at(kernel, mapping, 0, &mut [0u8; 16], pw));
         mappings.push((kind, mapping, what));
     }
-    barrier(kernel, tap, nodes, "mapping the LMRs to revoke")?;
+    barrier(kernel, tap, nodes, "mapping the LMRs to revoke").map_err(deregister)?;
 
     let point = format!("node {me}: free of the published allocated LMR returns 0");
     check_zero(tap, &point, kernel.free(allocated));
@@ -395,8 +400,15 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
         tap.check(&point, publish(kernel, name_of(kind, me), handle, password));
         buffers.push((kind, what, start, pages, handle));
     }
+    // Out of step, the buffers are deregistered before their pages go.
+    let deregister = |out_of_step| {
+        for (.., handle) in &buffers {
+            kernel.deregister_lmr(*handle);
+        }
+        out_of_step
+    };
     let after = "registering and publishing user buffers";
-    barrier(kernel, tap, nodes, after)?;
+    barrier(kernel, tap, nodes, after).map_err(deregister)?;
 
     for owner in all_nodes(nodes) {
         let pw = password_of(owner);
@@ -418,7 +430,7 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
         }
     }
     let after = "every node wrote into every registered buffer";
-    barrier(kernel, tap, nodes, after)?;
+    barrier(kernel, tap, nodes, after).map_err(deregister)?;
 
     for (kind, what, start, pages, handle) in buffers {
         let expected = expected_with_stamps(me, kind, len, &all_nodes(nodes));

@@ -25,13 +25,15 @@ use lite::Priority;
 
 use super::io::{
     barrier, check_errno, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
-    outcome_of, read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
+    outcome_of, read_debugfs_as, read_vec, stats, write_debugfs_line, write_ok, InStep, UserPages,
+    BARRIER_LIMIT, NO_DEBUGFS,
 };
 use super::processes::{
-    collect, finish, points_of, report_point, spawn_kind, ChildPoints, WHY_SKIPPED,
+    collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go, ChildPoints,
+    WHY_SKIPPED,
 };
 use super::rpc::Blocker;
-use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use super::{password_of, unjoined, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
@@ -658,21 +660,21 @@ fn lock_order<K: Kernel, W: Write>(
         for (index, waiter) in waiters.iter().enumerate() {
             let order = &order;
             scope.spawn(move || {
-                waiter.arm();
-                // The last call and its result: an unlock once it got the lock.
-                let (call, ret) = match lock(kernel, lock_) {
-                    0 => {
-                        guard(order).push(Ok(index));
-                        ("unlock", unlock(kernel, lock_))
+                waiter.around(|| {
+                    // The last call and its result: an unlock once it got the lock.
+                    let (call, ret) = match lock(kernel, lock_) {
+                        0 => {
+                            guard(order).push(Ok(index));
+                            ("unlock", unlock(kernel, lock_))
+                        }
+                        ret => ("lock", ret),
+                    };
+                    if ret != 0 {
+                        let failure =
+                            format!("waiter {index}: {call} returned {}", describe_result(ret));
+                        guard(order).push(Err(failure));
                     }
-                    ret => ("lock", ret),
-                };
-                if ret != 0 {
-                    let failure =
-                        format!("waiter {index}: {call} returned {}", describe_result(ret));
-                    guard(order).push(Err(failure));
-                }
-                waiter.finish();
+                })
             });
             if started.is_ok() {
                 started = waiter
@@ -740,9 +742,7 @@ fn exiting_holder<K: Kernel, W: Write>(
         let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
-                waiter.arm();
-                let ret = lock(kernel, lock_);
-                waiter.finish();
+                let ret = waiter.around(|| lock(kernel, lock_));
                 if ret == 0 {
                     expect_zero(unlock(kernel, lock_))
                         .map_err(|e| format!("unlock after getting it: {e}"))
@@ -751,9 +751,7 @@ fn exiting_holder<K: Kernel, W: Write>(
                 }
             });
             let blocked = waiter.wait_until_blocked(LOCK_WAIT_LIMIT);
-            if let Some(stdin) = child.stdin.as_mut() {
-                let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
-            }
+            tell_go(&mut child);
             points.extend(collect(&mut out, false));
             let finished = finish(child);
             let in_time = waiter.wait_finished(LOCK_WAIT_LIMIT);
@@ -853,19 +851,6 @@ fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads debugfs file `file` and parses it with `parse`.
-fn read_parsed<K: Kernel, T>(
-    kernel: &K,
-    file: &str,
-    parse: impl FnOnce(&str) -> Result<T, String>,
-) -> Result<T, String> {
-    let text = kernel
-        .read_debugfs(file)
-        .ok_or("no debugfs")?
-        .map_err(|e| format!("reading {file}: {e}"))?;
-    parse(&text).map_err(|e| format!("{file}: {e}"))
-}
-
 /// The statistics file parses, agrees with `lite_get_stats` and counts
 /// what this node does; the QoS switch can be turned off and on.
 fn debugfs<K: Kernel, W: Write>(
@@ -875,14 +860,14 @@ fn debugfs<K: Kernel, W: Write>(
     local: Option<&LiteLock>,
 ) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let read = || read_parsed(kernel, STATS_FILE, parse_stats);
+    let read = || read_debugfs_as(kernel, STATS_FILE, parse_stats);
     let available = kernel.read_debugfs(STATS_FILE).is_some();
     // Each point, or its skip on a kernel without debugfs.
     let report = |tap: &mut Tap<W>, description: &str, outcome: Result<(), String>| {
         if available {
             tap.check(description, outcome);
         } else {
-            tap.skip(description, "this kernel has no debugfs");
+            tap.skip(description, NO_DEBUGFS);
         }
     };
     let first = read();
@@ -947,13 +932,9 @@ fn debugfs<K: Kernel, W: Write>(
 
     let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
     let outcome = (|| -> Result<(), String> {
-        let read_param = |param: QosParam| read_parsed(kernel, param.file_name(), parse_qos);
-        let write_param = |param: QosParam, value: u64| -> Result<(), String> {
-            kernel
-                .write_debugfs(param.file_name(), &format!("{value}\n"))
-                .ok_or("no debugfs")?
-                .map_err(|e| format!("writing {value} to {}: {e}", param.file_name()))
-        };
+        let read_param = |param: QosParam| read_debugfs_as(kernel, param.file_name(), parse_qos);
+        let write_param =
+            |param: QosParam, value| write_debugfs_line(kernel, param.file_name(), value);
         for param in QosParam::ALL {
             read_param(param)?;
         }
@@ -1112,31 +1093,18 @@ fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_l
 /// `-ENOTCONN`.
 pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     let some_lock = LiteLock { home: 1, number: 0 };
-    let not_connected = libc::ENOTCONN;
     vec![
-        refused("fetch_add before join", not_connected, move || {
+        unjoined("fetch_add", move || {
             fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0
         }),
-        refused("compare_swp before join", not_connected, move || {
+        unjoined("compare_swp", move || {
             compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0
         }),
-        refused(
-            "create_lock(node 1) before join",
-            not_connected,
-            move || create_lock_raw(kernel, 1).0,
-        ),
-        refused(
-            "ask_lock(node 1, 0) before join",
-            not_connected,
-            move || ask_lock_raw(kernel, 1, 0).0,
-        ),
-        refused("lock before join", not_connected, move || {
-            lock(kernel, &some_lock)
-        }),
-        refused("unlock before join", not_connected, move || {
-            unlock(kernel, &some_lock)
-        }),
-        refused("set_priority(NONE) before join", not_connected, move || {
+        unjoined("create_lock(node 1)", move || create_lock_raw(kernel, 1).0),
+        unjoined("ask_lock(node 1, 0)", move || ask_lock_raw(kernel, 1, 0).0),
+        unjoined("lock", move || lock(kernel, &some_lock)),
+        unjoined("unlock", move || unlock(kernel, &some_lock)),
+        unjoined("set_priority(NONE)", move || {
             kernel.set_priority(PRIORITY_NONE)
         }),
     ]
@@ -1171,10 +1139,10 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
             });
             let ok = held.is_ok();
             report_point("take the lock and exit holding it", held);
-            crate::say(format_args!("ready"));
             if ok {
-                let mut line = String::new();
-                let _ = std::io::stdin().read_line(&mut line);
+                ready_then_wait();
+            } else {
+                crate::say(format_args!("ready"));
             }
             Some(0)
         }
@@ -1199,9 +1167,7 @@ mod tests {
         let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
-                waiter.arm();
-                let ret = lock(&kernel, &held);
-                waiter.finish();
+                let ret = waiter.around(|| lock(&kernel, &held));
                 // The waiting thread holds it now, not the main thread.
                 (ret, unlock(&kernel, &held))
             });

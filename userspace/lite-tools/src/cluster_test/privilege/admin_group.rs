@@ -2,41 +2,29 @@
 //! the group a holder of `CAP_NET_ADMIN` names there pass LITE's
 //! privilege check like holders of the capability; nobody else does.
 //!
-//! On every node, this process (root):
-//!
-//! * reads the file, which must hold [`NO_ADMIN_GROUP`], its default
-//!   (whatever it holds is put back at the end);
-//! * writes the node's own group, [`GID_BASE`] + node id (which nothing
-//!   else uses), and reads it back; a number above [`NO_ADMIN_GROUP`]
-//!   must be refused with `EINVAL`, changing nothing;
-//! * starts a process of user `nobody` in that group, without any
-//!   capability, which must get `-EISCONN` from `lite_join` with the
-//!   cluster's manager (it passed the privilege check, and the node is a
-//!   member) and `-EINVAL` from `lite_join("not-an-ip")`, and must fail
-//!   with `EPERM` or `EACCES` to write the file (only `CAP_NET_ADMIN`
-//!   changes it, and debugfs is open to root only); then a process of
-//!   `nobody` in group `nogroup`, which must get `-EPERM` from both joins
-//!   and fail to write the file too; the file still holds the group then;
-//! * writes [`NO_ADMIN_GROUP`] back and reads it; a process of `nobody`
-//!   in the former group now gets `-EPERM` from both joins.
-//!
-//! No process here calls `lite_leave`, which the group allows too: a
+//! On every node, this process (root) checks the file's default
+//! ([`NO_ADMIN_GROUP`]; whatever it holds is put back at the end), sets
+//! the node's own group ([`GID_BASE`] + node id, which nothing else uses)
+//! and unsets it again. Processes of `nobody` without any capability,
+//! in that group, outside it, and in it once it is unset, must get what
+//! the privilege check makes of them from `lite_join` and cannot change
+//! the file. None calls `lite_leave`, which the group allows too: a
 //! member's leave would take the node out of the cluster.
 //!
 //! The processes are copies of this program on the real kernel (reporting
 //! as [`super::super::processes`] describes), and processes of the model
 //! on a kernel model ([`Kernel::process_of_user_and_group`]).
 
-use std::fmt;
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::str::FromStr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
 use super::super::processes::{child_args, run_child};
 use super::{in_child, report, report_as_user, ChildPoints, NOBODY};
-use crate::cluster_test::io::unless;
+use crate::cluster_test::io::{
+    read_debugfs_as, refused_debugfs_line, unless, write_debugfs_line, NO_DEBUGFS,
+};
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
 use crate::errno::{describe_error, errno_name, expect_errno};
@@ -50,40 +38,6 @@ const KIND: &str = "admin-group";
 /// The administrators' group node N sets is `GID_BASE + N`.
 const GID_BASE: u32 = 4300;
 
-/// Why the group cannot be checked without debugfs.
-const NO_DEBUGFS: &str = "this kernel has no debugfs";
-
-/// What LITE's privilege check must make of a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// It passes, as a member of the administrators' group.
-    Admitted,
-    /// It is refused with `EPERM`.
-    Refused,
-}
-
-/// Its name on the child's command line.
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Admitted => "admitted",
-            Verdict::Refused => "refused",
-        })
-    }
-}
-
-impl FromStr for Verdict {
-    type Err = ();
-
-    /// The verdict named `name`.
-    fn from_str(name: &str) -> Result<Verdict, ()> {
-        [Verdict::Admitted, Verdict::Refused]
-            .into_iter()
-            .find(|verdict| verdict.to_string() == name)
-            .ok_or(())
-    }
-}
-
 /// What a process of this case needs to know. It runs as `nobody`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GroupProbe {
@@ -91,14 +45,15 @@ struct GroupProbe {
     cm: Ipv4Addr,
     /// Its group.
     gid: u32,
-    /// What its joins must get.
-    verdict: Verdict,
+    /// Whether LITE's privilege check must let it pass, as a member of
+    /// the administrators' group (or refuse it with `EPERM`).
+    admitted: bool,
 }
 
 child_args!(GroupProbe, KIND, "CM GID VERDICT", {
     cm: "manager address",
     gid: "group",
-    verdict: "verdict",
+    admitted: "verdict",
 });
 
 /// Checks the administrators' group on member node `me`, whose manager
@@ -131,17 +86,17 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
     let point = format!("node {me}: root writes {group} to {file}, which then reads {group}");
     tap.check(&point, set_group(kernel, group));
     let too_big = u64::from(NO_ADMIN_GROUP) + 1;
-    let refused = refused_write(kernel, &too_big.to_string(), &[libc::EINVAL]);
+    let refused = refused_debugfs_line(kernel, file, &too_big.to_string(), &[libc::EINVAL]);
     let point = format!(
         "node {me}: root gets EINVAL writing {too_big} to {file}, which still reads {group}"
     );
     tap.check(&point, refused.and_then(|()| reads(kernel, group)));
-    let probe = |tap: &mut Tap<W>, gid, verdict, situation: &str| {
-        probe_process(kernel, tap, me, GroupProbe { cm, gid, verdict }, situation);
+    let probe = |tap: &mut Tap<W>, gid, admitted, situation: &str| {
+        probe_process(kernel, tap, me, GroupProbe { cm, gid, admitted }, situation);
     };
-    probe(tap, group, Verdict::Admitted, "the admin group");
+    probe(tap, group, true, "the admin group");
     let outsider = format!("not admin group {group}");
-    probe(tap, NOBODY, Verdict::Refused, &outsider);
+    probe(tap, NOBODY, false, &outsider);
     let point =
         format!("node {me}: {file} still reads {group} after the unprivileged processes' writes");
     tap.check(&point, reads(kernel, group));
@@ -149,7 +104,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
         "node {me}: root writes {NO_ADMIN_GROUP} to {file}, which then reads {NO_ADMIN_GROUP}"
     );
     tap.check(&point, set_group(kernel, NO_ADMIN_GROUP));
-    probe(tap, group, Verdict::Refused, "no longer the admin group");
+    probe(tap, group, false, "no longer the admin group");
     if let Ok(gid) = original {
         if gid != NO_ADMIN_GROUP {
             let point = format!("node {me}: {file} is set back to {gid}, what it read before");
@@ -176,7 +131,7 @@ fn probe_process<K: Kernel, W: Write>(
     } else if let Some(process) = kernel.process_of_user_and_group(NOBODY, gid) {
         report(tap, &who, group_calls(&process, probe));
     } else {
-        let errno = errno_name(join_errno(probe.verdict));
+        let errno = errno_name(join_errno(probe.admitted));
         let point = format!("{who} gets -{errno} from lite_join");
         tap.skip(
             &point,
@@ -186,11 +141,12 @@ fn probe_process<K: Kernel, W: Write>(
 }
 
 /// What `lite_join` with the real manager must return, negated, to a
-/// process of `verdict` on a member node.
-fn join_errno(verdict: Verdict) -> i32 {
-    match verdict {
-        Verdict::Admitted => libc::EISCONN,
-        Verdict::Refused => libc::EPERM,
+/// process on a member node that the privilege check `admitted` or not.
+fn join_errno(admitted: bool) -> i32 {
+    if admitted {
+        libc::EISCONN
+    } else {
+        libc::EPERM
     }
 }
 
@@ -198,66 +154,45 @@ fn join_errno(verdict: Verdict) -> i32 {
 /// node, each with its verdict. The descriptions hold no `": "`, as a
 /// child's `fail` lines need. It never calls `lite_leave`.
 fn group_calls<K: Kernel>(kernel: &K, probe: GroupProbe) -> ChildPoints {
-    let GroupProbe { cm, verdict, .. } = probe;
-    let (bad_address, why) = match verdict {
-        Verdict::Admitted => (libc::EINVAL, "having passed the privilege check"),
-        Verdict::Refused => (libc::EPERM, "the privilege being checked first"),
+    let GroupProbe { cm, admitted, .. } = probe;
+    let passed = "having passed the privilege check";
+    let (bad_address, why, member_node) = if admitted {
+        (libc::EINVAL, passed, format!(", {passed} on a member node"))
+    } else {
+        (
+            libc::EPERM,
+            "the privilege being checked first",
+            String::new(),
+        )
     };
-    let real = join_errno(verdict);
-    let member_node = match verdict {
-        Verdict::Admitted => ", having passed the privilege check on a member node",
-        Verdict::Refused => "",
-    };
+    let real = join_errno(admitted);
     let gets = |errno, call: &str, ret| {
         let point = format!("gets -{} from {call}", errno_name(errno));
         (point, expect_errno(ret, errno))
     };
     let join = format!("lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT}){member_node}");
     let bad_join = format!("lite_join(\"not-an-ip\"), {why}");
-    let no_group = NO_ADMIN_GROUP.to_string();
+    let (no_group, refusals) = (NO_ADMIN_GROUP.to_string(), [libc::EPERM, libc::EACCES]);
     vec![
         gets(real, &join, join_with_text(kernel, &cm.to_string())),
         gets(bad_address, &bad_join, join_with_text(kernel, "not-an-ip")),
         (
             format!("gets EPERM or EACCES writing {NO_ADMIN_GROUP} to {ADMIN_GROUP_FILE}"),
-            refused_write(kernel, &no_group, &[libc::EPERM, libc::EACCES]),
+            refused_debugfs_line(kernel, ADMIN_GROUP_FILE, &no_group, &refusals),
         ),
     ]
 }
 
 /// Writes `gid` to the administrators' group file and reads it back.
 fn set_group<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
-    let written = kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{gid}\n"));
-    written
-        .ok_or(NO_DEBUGFS)?
-        .map_err(|e| format!("writing it: {}", describe_error(&e)))?;
+    write_debugfs_line(kernel, ADMIN_GROUP_FILE, gid)?;
     reads(kernel, gid)
 }
 
 /// Whether the administrators' group file reads `gid`.
 fn reads<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
-    let text = kernel.read_debugfs(ADMIN_GROUP_FILE).ok_or(NO_DEBUGFS)?;
-    let text = text.map_err(|e| format!("reading it: {}", describe_error(&e)))?;
-    let found = parse_admin_group(&text)?;
+    let found = read_debugfs_as(kernel, ADMIN_GROUP_FILE, parse_admin_group)?;
     unless(found == gid, || format!("it reads {found}"))
-}
-
-/// Whether writing `number` to the administrators' group file fails with
-/// one of `errnos`.
-fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<(), String> {
-    let expected: Vec<&str> = errnos.iter().map(|&errno| errno_name(errno)).collect();
-    let expected = expected.join(" or ");
-    let written = kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{number}\n"));
-    match written.ok_or(NO_DEBUGFS)? {
-        Ok(()) => Err(format!("the write went through; expected {expected}")),
-        Err(e)
-            if e.raw_os_error()
-                .is_some_and(|errno| errnos.contains(&errno)) =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(format!("expected {expected}, got {}", describe_error(&e))),
-    }
 }
 
 /// Entry point of a process started here: `args` follow the child
@@ -274,9 +209,8 @@ mod tests {
     use libc::c_long;
 
     use super::*;
-    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::{assert_contains, failures};
+    use crate::tap::failures;
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -320,38 +254,6 @@ mod tests {
         assert_eq!(admin_group(&kernel), "4294967295\n");
         // The node is a member as before.
         assert_eq!((kernel.get_node_id(), kernel.get_total_node()), (2, 3));
-    }
-
-    #[test]
-    fn a_kernel_ignoring_the_group_is_caught() {
-        let output = output_of(&member(defects_with(|d| d.ignore_admin_group = true)));
-        assert_eq!(
-            failures(&output),
-            [
-                "not ok 4 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node",
-                "not ok 5 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check",
-            ],
-            "{output}"
-        );
-        assert_contains(&output, "# expected -EISCONN (-106), got -1 (-EPERM)\n");
-    }
-
-    #[test]
-    fn a_kernel_admitting_everyone_is_caught() {
-        let output = output_of(&member(defects_with(|d| d.join_without_privilege = true)));
-        let failures = failures(&output)
-            .into_iter()
-            .map(|line| line.split_once(" - ").map_or(line, |(_, what)| what))
-            .collect::<Vec<_>>();
-        assert_eq!(
-            failures,
-            [
-                "node 2: a process of uid 65534 and gid 65534 (not admin group 4302) gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
-                "node 2: a process of uid 65534 and gid 65534 (not admin group 4302) gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
-                "node 2: a process of uid 65534 and gid 4302 (no longer the admin group) gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
-                "node 2: a process of uid 65534 and gid 4302 (no longer the admin group) gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
-            ]
-        );
     }
 
     #[test]
@@ -404,11 +306,11 @@ mod tests {
         let probe = GroupProbe {
             cm: CM,
             gid: 4303,
-            verdict: Verdict::Admitted,
+            admitted: true,
         };
         probe.assert_round_trip(2, "maybe");
         let refused = GroupProbe {
-            verdict: Verdict::Refused,
+            admitted: false,
             ..probe
         };
         assert_eq!(GroupProbe::from_args(&refused.to_args()[1..]), Ok(refused));

@@ -10,45 +10,25 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let (me, nodes) = (at.me, at.nodes);
     let long_name = "n".repeat(MAX_PORT_NAME + 1);
     let (big, long) = (MAX_MESSAGE_SIZE + 1, MAX_PORT_NAME + 1);
-    let registrations = [
-        (
-            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
-            MAX_PORTS,
-            64,
-            "x",
-            EINVAL,
-        ),
-        ("port 1000".into(), 1000, 64, "x", EINVAL),
-        ("max size 0".into(), UNUSED_PORT, 0, "x", EINVAL),
-        (
-            format!("max size {big} (over LITE_MAX_MESSAGE_SIZE)"),
-            UNUSED_PORT,
-            big,
-            "x",
-            EINVAL,
-        ),
-        (
-            format!("a {long} B name (over LITE_MAX_PORT_NAME)"),
-            UNUSED_PORT,
-            64,
-            long_name.as_str(),
-            EINVAL,
-        ),
-        (
-            format!("port {SERVICE_PORT} (already registered)"),
-            SERVICE_PORT,
-            64,
-            "x",
-            EADDRINUSE,
-        ),
-    ];
-    for (what, port, max, name, errno) in registrations {
+    // Each registration that must fail: what is wrong, (port, max size,
+    // name) and the errno.
+    let mut refused = |what: &str, (port, max, name): (u32, u64, &str), errno| {
         let ret = register(kernel, port, max, name);
         if ret == 0 && port != SERVICE_PORT {
             kernel.unregister_application(port);
         }
         check_errno(tap, &format!("register_application of {what}"), ret, errno);
-    }
+    };
+    let what = format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)");
+    refused(&what, (MAX_PORTS, 64, "x"), EINVAL);
+    refused("port 1000", (1000, 64, "x"), EINVAL);
+    refused("max size 0", (UNUSED_PORT, 0, "x"), EINVAL);
+    let what = format!("max size {big} (over LITE_MAX_MESSAGE_SIZE)");
+    refused(&what, (UNUSED_PORT, big, "x"), EINVAL);
+    let what = format!("a {long} B name (over LITE_MAX_PORT_NAME)");
+    refused(&what, (UNUSED_PORT, 64, &long_name), EINVAL);
+    let what = format!("port {SERVICE_PORT} (already registered)");
+    refused(&what, (SERVICE_PORT, 64, "x"), EADDRINUSE);
     // SAFETY: a null name must be rejected without being read.
     let ret = unsafe { kernel.register_application(UNUSED_PORT, 64, ptr::null(), 4) };
     if ret == 0 {

@@ -48,15 +48,7 @@ fn corrupt_call_name(index: usize) -> String {
 /// Writes `node` to this node's [`RPC_FAULT_FILE`]: the next request to
 /// `node` gets a corrupt header, or, for 0, no request does.
 fn write_fault<K: Kernel>(kernel: &K, node: u32) -> Result<(), String> {
-    kernel
-        .write_debugfs(RPC_FAULT_FILE, &format!("{node}\n"))
-        .ok_or("this kernel has no debugfs")?
-        .map_err(|e| {
-            format!(
-                "writing {node} to {DEBUGFS_DIR}/{RPC_FAULT_FILE}: {}",
-                describe_error(&e)
-            )
-        })
+    write_debugfs_line(kernel, RPC_FAULT_FILE, node)
 }
 
 /// Calls [`CORRUPT_PORT`] on `server` with request `index` of `client`;
@@ -109,12 +101,7 @@ fn corrupt_faulty_calls<K: Kernel, W: Write>(
     let queued = Blocker::default();
     let mut failures = Vec::new();
     let calls = std::thread::scope(|scope| {
-        let first = scope.spawn(|| {
-            queued.arm();
-            let call = corrupt_call(kernel, server, client, 0);
-            queued.finish();
-            call
-        });
+        let first = scope.spawn(|| queued.around(|| corrupt_call(kernel, server, client, 0)));
         // Once the caller sleeps in the call its request is on its way; a
         // moment later it is surely in the ring.
         if let Err(e) = queued.wait_until_blocked(BLOCK_TIMEOUT) {

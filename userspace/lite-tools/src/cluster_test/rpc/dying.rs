@@ -10,29 +10,12 @@ const DYING_NOTICE: Duration = Duration::from_secs(10);
 /// Longest a call to the dying server may take in all.
 const DYING_CALL_LIMIT: Duration = Duration::from_secs(15);
 
-/// How the dying server's process ends once it holds its requests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Death {
-    /// It returns from main.
-    Exit,
-    /// Its parent kills it with SIGKILL.
-    Kill,
-}
-
-impl Death {
-    /// Its name on the child's command line.
-    pub(super) fn arg(self) -> &'static str {
-        match self {
-            Death::Exit => "exit",
-            Death::Kill => "kill",
-        }
-    }
-}
-
 /// One round of the dying server case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DyingRound {
-    death: Death,
+    /// How the server's process ends once it holds its requests: killed
+    /// by its parent with SIGKILL, or returning from main.
+    killed: bool,
     /// Fresh, so that every caller's request is a first use of its ring.
     port: u32,
     /// The node whose child process serves the port.
@@ -49,13 +32,13 @@ struct DyingRound {
 fn dying_rounds(nodes: u32) -> [DyingRound; 2] {
     [
         DyingRound {
-            death: Death::Exit,
+            killed: false,
             port: DYING_PORTS[0],
             server: if nodes >= 2 { 2 } else { 1 },
             held: DYING_CALLERS * nodes,
         },
         DyingRound {
-            death: Death::Kill,
+            killed: true,
             port: DYING_PORTS[1],
             server: nodes,
             held: (DYING_CALLERS - 1) * nodes,
@@ -151,7 +134,7 @@ fn kill(mut child: Child) {
 /// the port.
 fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
     let (port, held) = (round.port.to_string(), round.held.to_string());
-    let mut child = spawn(&["rpc-dying".into(), port, held, round.death.arg().into()])?;
+    let mut child = spawn(&["rpc-dying".into(), port, held, round.killed.to_string()])?;
     let Some(out) = child.stdout.take() else {
         kill(child);
         return Err("no stdout".into());
@@ -169,23 +152,22 @@ fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
     Ok(DyingServer { child, out })
 }
 
-/// Lets the dying server die as `death` says once it holds its requests
-/// (for a kill, it says `ready` again, then waits to be killed), and
-/// waits until it is gone: what it reported and how it ended.
-fn end_dying_server(mut server: DyingServer, death: Death) -> Result<(), String> {
-    let points = collect(&mut server.out, death == Death::Kill);
-    let ended = match death {
-        Death::Exit => finish(server.child),
-        Death::Kill => {
-            let killed = server.child.kill();
-            let killed = killed.map_err(|e| format!("killing the server process: {e}"));
-            let status = server.child.wait();
-            let status = status.map_err(|e| format!("waiting for the server process: {e}"));
-            killed.and(status).and_then(|status| {
-                let not_killed = || format!("the server process ended with {status}, not SIGKILL");
-                unless(status.signal() == Some(libc::SIGKILL), not_killed)
-            })
-        }
+/// Lets the dying server exit, or kills it if `killed`, once it holds its
+/// requests (to be killed, it says `ready` again, then waits), and waits
+/// until it is gone: what it reported and how it ended.
+fn end_dying_server(mut server: DyingServer, killed: bool) -> Result<(), String> {
+    let points = collect(&mut server.out, killed);
+    let ended = if killed {
+        let killed = server.child.kill();
+        let killed = killed.map_err(|e| format!("killing the server process: {e}"));
+        let status = server.child.wait();
+        let status = status.map_err(|e| format!("waiting for the server process: {e}"));
+        killed.and(status).and_then(|status| {
+            let not_killed = || format!("the server process ended with {status}, not SIGKILL");
+            unless(status.signal() == Some(libc::SIGKILL), not_killed)
+        })
+    } else {
+        finish(server.child)
     };
     for (what, result) in points {
         result.map_err(|e| format!("the server process: {what}: {e}"))?;
@@ -204,9 +186,10 @@ pub(super) fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
         let DyingRound { port, server, .. } = round;
         let (held, sent) = (round.held, DYING_CALLERS * nodes);
         let all_received = held == sent;
-        let what = match round.death {
-            Death::Exit => format!("all received with every other node's by a server process that then exits without answering, each return -ECONNRESET within {DYING_NOTICE:?} of the exit"),
-            Death::Kill => format!("{held} of the cluster's {sent} received by a server process then killed with SIGKILL, each return -ECONNRESET or -ECONNREFUSED within {DYING_NOTICE:?} of the kill"),
+        let what = if round.killed {
+            format!("{held} of the cluster's {sent} received by a server process then killed with SIGKILL, each return -ECONNRESET or -ECONNREFUSED within {DYING_NOTICE:?} of the kill")
+        } else {
+            format!("all received with every other node's by a server process that then exits without answering, each return -ECONNRESET within {DYING_NOTICE:?} of the exit")
         };
         let description = format!(
             "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, {what}",
@@ -228,7 +211,7 @@ pub(super) fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
                 .map(|caller| scope.spawn(move || dying_call(kernel, me, round, caller, start)))
                 .collect();
             let ended =
-                started.map(|started| started.and_then(|s| end_dying_server(s, round.death)));
+                started.map(|started| started.and_then(|s| end_dying_server(s, round.killed)));
             // Entered by the server's node once its process is gone: when
             // it returns anywhere, the server is dead.
             let gone = format!("the dying server of round {name} on node {server} ended");
@@ -270,7 +253,7 @@ mod tests {
         assert_eq!((one[0].server, one[1].server), (1, 1));
         let three = dying_rounds(3);
         assert_eq!((three[0].server, three[1].server), (2, 3));
-        assert_eq!((three[0].death, three[1].death), (Death::Exit, Death::Kill));
+        assert_eq!((three[0].killed, three[1].killed), (false, true));
         assert_eq!((three[0].held, three[1].held), (9, 6));
         assert_ne!(three[0].port, three[1].port);
     }
@@ -282,7 +265,7 @@ mod tests {
         let owner = joined_node();
         let other = owner.other_process();
         let round = DyingRound {
-            death: Death::Exit,
+            killed: false,
             port,
             server: 1,
             held,
@@ -294,7 +277,7 @@ mod tests {
                     "rpc-dying",
                     &port.to_string(),
                     &held.to_string(),
-                    round.death.arg(),
+                    &round.killed.to_string(),
                 ];
                 let status = child_main(&other, &args.map(String::from));
                 drop(other);

@@ -1,7 +1,6 @@
 //! Ports: closing them under waiting callers and receivers, descriptors and
 //! receive flags on a private port, and other processes' use of a port.
 
-use super::dying::Death;
 use super::*;
 
 /// Largest message the private port accepts.
@@ -53,17 +52,11 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     let (called, received) = std::thread::scope(|scope| {
         let calling = scope.spawn(|| {
             let mut answer = [0u8; 16];
-            caller.arm();
-            let ret = call(kernel, target, WAIT_PORT, b"will you answer?", &mut answer);
-            caller.finish();
-            ret
+            caller.around(|| call(kernel, target, WAIT_PORT, b"will you answer?", &mut answer))
         });
         let receiving = scope.spawn(|| {
             let mut buf = [0u8; 64];
-            receiver.arm();
-            let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, BLOCKING);
-            receiver.finish();
-            ret
+            receiver.around(|| receive(kernel, IDLE_PORT, &mut buf, BLOCKING).0)
         });
         let blocked = [(&caller, "caller"), (&receiver, "receiver")].map(|(blocker, who)| {
             let blocked = blocker.wait_until_blocked(BLOCK_TIMEOUT);
@@ -338,7 +331,6 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 /// Entry point of the RPC child processes: `args` are the child kind and
 /// its arguments. Returns the exit status, or `None` for another kind.
 pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     // Registers a server child's port and tells the parent it is ready;
     // whether the port was registered.
@@ -346,7 +338,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         let registered = expect_zero(register(kernel, port, max, name));
         let ok = registered.is_ok();
         report_point("register_application", registered);
-        say("ready".into());
+        crate::say(format_args!("ready"));
         ok
     };
     match args.first().map(String::as_str)? {
@@ -378,7 +370,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         }
         "rpc-dying" => {
             let (port, held) = (number(1) as u32, number(2));
-            let killed = args.get(3).map(String::as_str) == Some(Death::Kill.arg());
+            let killed = args.get(3).map(String::as_str) == Some("true");
             if !registered(port, DYING_MAX, "lite-test-dying") {
                 return Some(1);
             }
@@ -402,9 +394,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
             report_point(&point, held_all);
             if killed {
                 // The parent kills it instead of answering.
-                say("ready".into());
-                let mut line = String::new();
-                let _ = std::io::stdin().read_line(&mut line);
+                ready_then_wait();
             }
             Some(0)
         }
