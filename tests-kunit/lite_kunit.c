@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit suites for LITE. The test bodies are Rust (kunit_tests.rs and
+ * KUnit suites for LITE. Most test bodies are Rust (kunit_tests.rs and
  * kunit_tests/, part of the LITE crate) so they can reach LITE's internal
- * modules; they report each failed check through lite_kunit_fail().
+ * modules; they report each failed check through lite_kunit_fail(). The
+ * kernel messaging case is C, as the modules using it are.
  */
+
+#include <linux/ctype.h>
+#include <linux/delay.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
 
 #include "lite_kunit.h"
 
@@ -116,6 +122,216 @@ LITE_RUST_CLUSTER_CASE(kernel_registration)
 LITE_RUST_CLUSTER_CASE(kernel_sync)
 LITE_RUST_CLUSTER_CASE(kernel_rpc_async)
 
+/*
+ * Kernel messages through handlers, written in C as a ported module would
+ * be: every node sends to the next one (wrapping around) while serving the
+ * previous one, so each node's handlers run while it sends.
+ */
+
+/* One-way messages each node sends of each kind (plain, priority, UD). */
+#define KMSG_ONE_WAY	32
+
+/* How long the one-way messages may take to be handled. */
+#define KMSG_WAIT_MS	20000
+
+/* A request or one-way message: who sent it and its number. */
+struct kmsg {
+	int from;
+	u32 seq;
+	char text[24];
+};
+
+static atomic_t kmsg_handled;
+static atomic_t kmsg_wrong;
+static struct kmsg kmsg_opt_reply;
+static s64 kmsg_later_descriptor;
+static struct kmsg kmsg_later_reply;
+
+static void kmsg_answer_later(struct work_struct *work)
+{
+	if (liteapi_reply_message(&kmsg_later_reply, sizeof(kmsg_later_reply),
+				  kmsg_later_descriptor))
+		atomic_inc(&kmsg_wrong);
+}
+
+static DECLARE_DELAYED_WORK(kmsg_later_work, kmsg_answer_later);
+
+static bool kmsg_valid(const char *msg, u32 size, int sender_id)
+{
+	const struct kmsg *m = (const struct kmsg *)msg;
+
+	return size == sizeof(*m) && m->from == sender_id;
+}
+
+static int kmsg_on_send(char *msg, u32 size, int sender_id)
+{
+	if (!kmsg_valid(msg, size, sender_id))
+		atomic_inc(&kmsg_wrong);
+	atomic_inc(&kmsg_handled);
+	return 0;
+}
+
+/* Answers with the request, its text upper-cased; "fail" fails with EPERM. */
+static int kmsg_on_send_reply(char *msg, u32 size, char *reply,
+			      u32 *reply_size, int sender_id)
+{
+	struct kmsg *m = (struct kmsg *)msg;
+	int i;
+
+	/* Handlers run in process context and may sleep. */
+	msleep(1);
+	if (!kmsg_valid(msg, size, sender_id))
+		return -EINVAL;
+	if (!strcmp(m->text, "fail"))
+		return -EPERM;
+	for (i = 0; m->text[i]; i++)
+		m->text[i] = toupper(m->text[i]);
+	memcpy(reply, m, sizeof(*m));
+	*reply_size = sizeof(*m);
+	return 0;
+}
+
+/* Answers from its own buffer, or "later" from a work item. */
+static int kmsg_on_send_reply_opt(char *msg, u32 size, void **reply,
+				  u32 *reply_size, int sender_id)
+{
+	struct kmsg *m = (struct kmsg *)msg;
+
+	if (!kmsg_valid(msg, size, sender_id))
+		return -EINVAL;
+	if (!strcmp(m->text, "later")) {
+		kmsg_later_reply = *m;
+		kmsg_later_reply.seq = m->seq + 1;
+		kmsg_later_descriptor = liteapi_defer_reply();
+		if (kmsg_later_descriptor < 0)
+			return kmsg_later_descriptor;
+		/* Taken already: a second deferral fails. */
+		if (liteapi_defer_reply() != -EINVAL)
+			atomic_inc(&kmsg_wrong);
+		schedule_delayed_work(&kmsg_later_work, msecs_to_jiffies(20));
+		return LITE_KMSG_REPLY_LATER;
+	}
+	kmsg_opt_reply = *m;
+	kmsg_opt_reply.seq = m->seq * 2;
+	*reply = &kmsg_opt_reply;
+	*reply_size = sizeof(kmsg_opt_reply);
+	return 0;
+}
+
+static struct kmsg kmsg_make(u32 seq, const char *text)
+{
+	struct kmsg m = { .from = liteapi_get_node_id(), .seq = seq };
+
+	strscpy(m.text, text, sizeof(m.text));
+	return m;
+}
+
+static void kmsg_call_handlers(struct kunit *test, int next)
+{
+	struct kmsg m = kmsg_make(7, "hello"), reply;
+	char *ack = kunit_kzalloc(test, LITE_KMSG_MAX_REPLY, GFP_KERNEL);
+	void *out = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, ack);
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply(next, &m, sizeof(m), ack),
+			(int)sizeof(m));
+	memcpy(&reply, ack, sizeof(reply));
+	KUNIT_EXPECT_STREQ(test, reply.text, "HELLO");
+	KUNIT_EXPECT_EQ(test, reply.from, m.from);
+	m = kmsg_make(8, "datagram");
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply_UD(next, &m, sizeof(m), ack),
+			(int)sizeof(m));
+	KUNIT_EXPECT_STREQ(test, ((struct kmsg *)ack)->text, "DATAGRAM");
+	m = kmsg_make(9, "fail");
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply(next, &m, sizeof(m), ack), -EPERM);
+
+	m = kmsg_make(21, "opt");
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), &out,
+						     LITE_PRIORITY_HIGH),
+			(int)sizeof(m));
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	KUNIT_EXPECT_EQ(test, ((struct kmsg *)out)->seq, 42u);
+	liteapi_free_recv_buf(out);
+	out = NULL;
+	m = kmsg_make(30, "later");
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), &out, 0),
+			(int)sizeof(m));
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	KUNIT_EXPECT_EQ(test, ((struct kmsg *)out)->seq, 31u);
+	liteapi_free_recv_buf(out);
+}
+
+static void kmsg_bad_arguments(struct kunit *test, int next)
+{
+	struct kmsg m = kmsg_make(0, "bad");
+
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, NULL, 8), -EFAULT);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, -1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(-1, &m, sizeof(m)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(LITE_MAX_NODES + 1, &m, sizeof(m)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(0, &m, sizeof(m)), -EHOSTUNREACH);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message_priority(next, &m, sizeof(m), 9),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_message_UD(next, &m, sizeof(m), 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply(next, &m, sizeof(m), NULL), -EFAULT);
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), NULL, 0),
+			-EFAULT);
+	KUNIT_EXPECT_EQ(test, liteapi_defer_reply(), -EINVAL);
+}
+
+static void kernel_messages(struct kunit *test)
+{
+	int me = liteapi_get_node_id(), total = liteapi_get_total_node();
+	int next = me % total + 1, i, waited;
+	struct kmsg m;
+	void *out = NULL;
+
+	if (total < 2)
+		kunit_skip(test, "needs a joined cluster of 2+ nodes");
+	atomic_set(&kmsg_handled, 0);
+	atomic_set(&kmsg_wrong, 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_handler(NULL), -ENOENT);
+	KUNIT_ASSERT_EQ(test, liteapi_reg_send_handler(kmsg_on_send), 0);
+	/* Registering again replaces the handler. */
+	KUNIT_ASSERT_EQ(test, liteapi_reg_send_handler(kmsg_on_send), 0);
+	KUNIT_ASSERT_EQ(test, liteapi_reg_send_reply_handler(kmsg_on_send_reply), 0);
+	KUNIT_ASSERT_EQ(test,
+			liteapi_reg_send_reply_opt_handler(kmsg_on_send_reply_opt), 0);
+	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
+
+	for (i = 0; i < KMSG_ONE_WAY; i++) {
+		m = kmsg_make(i, "one way");
+		KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, sizeof(m)), 0);
+		KUNIT_EXPECT_EQ(test, liteapi_send_message_priority(next, &m, sizeof(m),
+								    LITE_PRIORITY_LOW), 0);
+		KUNIT_EXPECT_EQ(test, liteapi_send_message_UD(next, &m, sizeof(m), 0), 0);
+	}
+	kmsg_call_handlers(test, next);
+	kmsg_bad_arguments(test, next);
+	for (waited = 0; atomic_read(&kmsg_handled) < 3 * KMSG_ONE_WAY &&
+	     waited < KMSG_WAIT_MS; waited += 10)
+		msleep(10);
+	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_handled), 3 * KMSG_ONE_WAY);
+	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_wrong), 0);
+
+	/* Every node is done sending before the handlers go. */
+	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
+	flush_delayed_work(&kmsg_later_work);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_handler(NULL), 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_handler(NULL), 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_opt_handler(NULL), 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_opt_handler(NULL), -ENOENT);
+	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
+	m = kmsg_make(99, "too late");
+	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, sizeof(m)),
+			-ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), &out, 0),
+			-ECONNREFUSED);
+}
+
 static struct kunit_case lite_wire_cases[] = {
 	KUNIT_CASE(control_wire_round_trip),
 	KUNIT_CASE(cm_wire_round_trip),
@@ -152,6 +368,7 @@ static struct kunit_case lite_cluster_cases[] = {
 	KUNIT_CASE_SLOW(kernel_registration),
 	KUNIT_CASE_SLOW(kernel_sync),
 	KUNIT_CASE_SLOW(kernel_rpc_async),
+	KUNIT_CASE_SLOW(kernel_messages),
 	{}
 };
 

@@ -122,7 +122,7 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
 ///
 /// Unless `size` is 0, `buf` must be null or point to `size` readable bytes
 /// of one allocation that stay valid, and that nothing writes, for `'a`.
-unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
+pub(super) unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
     let len = usize::try_from(size).map_err(|_| EINVAL)?;
     if len == 0 {
         return Ok(&[]);
@@ -145,7 +145,7 @@ unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
 /// Unless `size` is 0, `buf` must be null or point to `size` writable bytes
 /// of one allocation that stay valid, and that nothing else reads or writes,
 /// for `'a`.
-unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
+pub(super) unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
     let len = usize::try_from(size).map_err(|_| EINVAL)?;
     if len == 0 {
         return Ok(&mut []);

@@ -6,6 +6,7 @@
 
 pub(crate) mod entry_points;
 pub(crate) mod kernel_api;
+pub(crate) mod kernel_messages;
 mod rpc_syscalls;
 mod sync_syscalls;
 mod syscalls;

@@ -21,6 +21,7 @@ use super::{
         wire::{Family, Frame, Role},
         Core, Received,
     },
+    kernel_messages::KernelMessages,
     keys::Keys,
     locks::Locks,
     memory::{ops::MemoryOps, registration::Registration, RemoteMemory},
@@ -46,6 +47,8 @@ pub(crate) struct Cluster {
     pub(crate) processes: Arc<Processes>,
     /// The state shared by kernel callers of the C API.
     pub(crate) kernel_process: Arc<Process>,
+    /// The kernel callers' message handlers.
+    pub(crate) kernel_messages: Arc<KernelMessages>,
     /// LMRs and transfers.
     pub(crate) memory: Arc<RemoteMemory>,
     /// Memset and copy, executed where the bytes are.
@@ -90,6 +93,8 @@ impl Cluster {
         let barrier = Barrier::new(core.clone())?;
         let keys = Keys::new(core.clone())?;
         let probe = Probe::new(core.clone(), keys.clone())?;
+        let kernel_process = Process::new(0)?;
+        let kernel_messages = KernelMessages::new(rpc.clone(), kernel_process.clone())?;
         let owners = Family::ALL.map(|family| -> Option<Arc<dyn Subsystem>> {
             Some(match family {
                 // Status replies only ever answer a request.
@@ -108,7 +113,8 @@ impl Cluster {
         Ok(Arc::new(
             Cluster {
                 processes: Arc::pin_init(Processes::new(), GFP_KERNEL)?,
-                kernel_process: Process::new(0)?,
+                kernel_process,
+                kernel_messages,
                 registration: Registration::new(core.clone(), memory.clone())?,
                 async_io: AsyncIo::new(core.clone())?,
                 memory_ops,
@@ -274,6 +280,7 @@ impl Cluster {
             self.process_exit(tgid);
         }
         self.locks.release_locks_of(None);
+        self.kernel_messages.unregister_all();
         self.release_process(&self.kernel_process);
     }
 
@@ -290,6 +297,8 @@ impl Cluster {
         self.keys.close();
         self.async_io.close();
         self.locks.close();
+        // After the core: a handler blocked on a peer fails and returns.
+        self.kernel_messages.unregister_all();
     }
 
     /// Releases what `process` holds (see [`Cluster::process_exit`]).

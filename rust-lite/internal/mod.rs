@@ -22,6 +22,7 @@ pub(crate) mod cluster;
 #[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
 pub(crate) mod cm_wire;
 pub(crate) mod core;
+pub(crate) mod kernel_messages;
 pub(crate) mod keys;
 pub(crate) mod locks;
 pub(crate) mod membership;

@@ -24,6 +24,7 @@ kunit_case!(lite_test_api_before_join, |c| {
     check!(c, liteapi_free(1) == enotconn);
     check!(c, liteapi_dist_barrier(2) == enotconn);
     check!(c, liteapi_num_connected_nodes() == enotconn);
+    check!(c, kernel_messages_before_join() == Ok(()));
     let mut buf = [0u8; 8];
     let mut descriptor = 0u64;
     // SAFETY: `buf` is a valid 8-byte buffer and `descriptor` a valid `u64`
@@ -192,3 +193,52 @@ kunit_case!(lite_test_remote_key_tables, |c| {
         )
     );
 });
+
+/// The messaging family before the node joins: every function fails with
+/// `ENOTCONN` once its arguments are read, except freeing a null reply.
+fn kernel_messages_before_join() -> Result<(), &'static str> {
+    use crate::api::kernel_messages::*;
+    let enotconn = -(bindings::ENOTCONN as i32);
+    let message = [1u8; 8];
+    let mut reply = [0u8; 4096];
+    let mut out = core::ptr::null_mut();
+    let msg = message.as_ptr().cast();
+    // SAFETY: `message` has 8 readable bytes, `reply` the 4096 writable
+    // bytes of `LITE_KMSG_MAX_REPLY`, `out` is a writable pointer; freeing
+    // null does nothing.
+    let results = unsafe {
+        [
+            ("reg_send", liteapi_reg_send_handler(None)),
+            ("reg_send_reply", liteapi_reg_send_reply_handler(None)),
+            (
+                "reg_send_reply_opt",
+                liteapi_reg_send_reply_opt_handler(None),
+            ),
+            ("defer_reply", liteapi_defer_reply() as i32),
+            ("send_message", liteapi_send_message(2, msg, 8)),
+            (
+                "send_message_priority",
+                liteapi_send_message_priority(2, msg, 8, 1),
+            ),
+            ("send_message_UD", liteapi_send_message_UD(2, msg, 8, 0)),
+            (
+                "send_reply",
+                liteapi_send_reply(2, msg, 8, reply.as_mut_ptr().cast()),
+            ),
+            (
+                "send_reply_UD",
+                liteapi_send_reply_UD(2, msg, 8, reply.as_mut_ptr().cast()),
+            ),
+            (
+                "send_reply_opt",
+                liteapi_send_reply_opt(2, msg, 8, &mut out, 0),
+            ),
+        ]
+    };
+    // SAFETY: Null is a valid argument.
+    unsafe { liteapi_free_recv_buf(core::ptr::null_mut()) };
+    match results.iter().find(|(_, ret)| *ret != enotconn) {
+        Some((name, _)) => Err(name),
+        None => Ok(()),
+    }
+}

@@ -704,6 +704,13 @@ const DRIVER_PARTS: &[DriverPart] = &[
         sources: &["rust-lite/internal/rpc/"],
     },
     DriverPart {
+        subject: "RDMA/lite: add kernel message handlers",
+        body: "Kernel modules written for the original LITE receive messages in\n\
+               handlers they register. Add the handlers' registry and the thread\n\
+               that calls each kind's handler for the messages of its port.",
+        sources: &["rust-lite/internal/kernel_messages/"],
+    },
+    DriverPart {
         subject: "RDMA/lite: add sharing of LMRs by name",
         body: "Processes on any node share an LMR by publishing it under a name\n\
                and mapping it with the permissions its owner grants. Add the\n\
@@ -767,6 +774,13 @@ const DRIVER_PARTS: &[DriverPart] = &[
             "lite-api-c/lite_api.c",
             "lite-api-c/include/rdma/lite_api.h",
         ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the kernel messaging functions",
+        body: "Add the original LITE's kernel messaging family to the kernel API:\n\
+               liteapi_send_message, liteapi_send_reply and liteapi_send_reply_opt\n\
+               with their variants, and the registration of their handlers.",
+        sources: &["rust-lite/api/kernel_messages.rs"],
     },
     DriverPart {
         subject: "RDMA/lite: build LITE",

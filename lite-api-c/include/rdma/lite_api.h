@@ -840,6 +840,262 @@ int liteapi_send_reply_imm_multicast(unsigned int count,
 				     const void *msg, u64 size, void *replies,
 				     u64 max_reply, s64 *lengths);
 
+/*
+ * Kernel messages to handlers, the original LITE's messaging family. Each
+ * kind of handler (send, send-reply, send-reply-opt) has one handler per
+ * node, registered by any kernel caller. A message travels as an RPC call
+ * to a port of the handler's kind, above the applications' ports, so it
+ * has the calls' flow control (a sender waits for room; nothing is
+ * dropped), QoS priorities and quotas. Handlers run one at a time per
+ * kind, in process context, in a kernel thread of LITE's with none of
+ * LITE's locks held: they may sleep and call LITE. Handlers last until
+ * they are unregistered or the node leaves the cluster.
+ */
+
+/* The largest reply of a send-reply handler: liteapi_send_reply()'s room. */
+#define LITE_KMSG_MAX_REPLY	4096
+
+/* What a send-reply-opt handler returns to answer later. */
+#define LITE_KMSG_REPLY_LATER	1
+
+/**
+ * typedef lite_send_handler_t - handler of one-way kernel messages
+ * @msg: the message; the handler may change it, until it returns
+ * @size: its length
+ * @sender_id: the sending node
+ *
+ * Return: 0, or a negative errno (logged by nobody: one-way messages have
+ * no caller to tell).
+ */
+typedef int (*lite_send_handler_t)(char *msg, u32 size, int sender_id);
+
+/**
+ * typedef lite_send_reply_handler_t - handler of kernel calls
+ * @msg: the request; the handler may change it, until it returns
+ * @size: its length
+ * @reply: room for %LITE_KMSG_MAX_REPLY bytes of reply
+ * @reply_size: out: the reply's length (0 when the handler starts)
+ * @sender_id: the calling node
+ *
+ * Return: 0 to send @reply_size bytes of @reply, or a negative errno, which
+ * the caller's liteapi_send_reply() returns.
+ */
+typedef int (*lite_send_reply_handler_t)(char *msg, u32 size, char *reply,
+					 u32 *reply_size, int sender_id);
+
+/**
+ * typedef lite_send_reply_opt_handler_t - handler of kernel calls that
+ *	answers from its own memory, at once or later
+ * @msg: the request; the handler may change it, until it returns
+ * @size: its length
+ * @reply: out: the address of the reply, which stays the handler's and must
+ *	stay valid until the handler's next call (%NULL when it starts)
+ * @reply_size: out: the reply's length, at most %LITE_MAX_MESSAGE_SIZE
+ * @sender_id: the calling node
+ *
+ * To answer later, the handler takes the call with liteapi_defer_reply()
+ * and answers it with liteapi_reply_message().
+ *
+ * Return: 0 to send the reply, %LITE_KMSG_REPLY_LATER after
+ * liteapi_defer_reply(), or a negative errno, which the caller's
+ * liteapi_send_reply_opt() returns.
+ */
+typedef int (*lite_send_reply_opt_handler_t)(char *msg, u32 size,
+					     void **reply, u32 *reply_size,
+					     int sender_id);
+
+/**
+ * liteapi_reg_send_handler() - register the handler of one-way messages
+ * @handler: the handler, or %NULL to unregister it
+ *
+ * Registering replaces the handler registered before. Unregistering fails
+ * the messages not yet handled with %-ECONNREFUSED at nobody (one-way
+ * messages have no caller) and waits for the handler in flight: no call of
+ * it starts or runs once this returns, so a module unregisters its handlers
+ * in its exit function.
+ *
+ * Context: Process context. Unregistering sleeps until the handler in
+ * flight returns.
+ * Return:
+ * * 0 - on success.
+ * * %-ENOTCONN - the node is not a member of a cluster.
+ * * %-ENOENT - unregistering: no handler is registered.
+ * * %-EDEADLK - unregistering from the handler itself.
+ * * %-EBUSY - the handler is being unregistered by another caller.
+ * * %-EDQUOT, %-ENOMEM - out of the node's ports or memory.
+ */
+int liteapi_reg_send_handler(lite_send_handler_t handler);
+
+/**
+ * liteapi_reg_send_reply_handler() - register the handler of kernel calls
+ * @handler: the handler, or %NULL to unregister it
+ *
+ * As liteapi_reg_send_handler(); calls not yet handled when it is
+ * unregistered fail with %-ECONNREFUSED.
+ *
+ * Context: Process context. Unregistering sleeps until the handler in
+ * flight returns.
+ * Return: as liteapi_reg_send_handler().
+ */
+int liteapi_reg_send_reply_handler(lite_send_reply_handler_t handler);
+
+/**
+ * liteapi_reg_send_reply_opt_handler() - register the handler of kernel
+ *	calls that answers from its own memory, at once or later
+ * @handler: the handler, or %NULL to unregister it
+ *
+ * As liteapi_reg_send_reply_handler(). Calls deferred with
+ * liteapi_defer_reply() stay answerable after unregistering.
+ *
+ * Context: Process context. Unregistering sleeps until the handler in
+ * flight returns.
+ * Return: as liteapi_reg_send_handler().
+ */
+int liteapi_reg_send_reply_opt_handler(lite_send_reply_opt_handler_t handler);
+
+/**
+ * liteapi_defer_reply() - keep the call being handled for a later answer
+ *
+ * Called by a send-reply-opt or send-reply handler, which then returns
+ * %LITE_KMSG_REPLY_LATER (opt) or 0 without a reply; the call is answered
+ * with liteapi_reply_message() on the descriptor returned, by any kernel
+ * caller, within the caller's %LITE_RPC_TIMEOUT_MS.
+ *
+ * Context: Inside a handler.
+ * Return:
+ * * the call's descriptor - on success.
+ * * %-ENOTCONN - the node is not a member of a cluster.
+ * * %-EINVAL - not called from a handler of calls, or the call was answered
+ *   or deferred already.
+ */
+s64 liteapi_defer_reply(void);
+
+/**
+ * liteapi_send_message() - send a one-way message to a node's send handler
+ * @node: the node (this node included)
+ * @addr: the message
+ * @size: its length, 1 to %LITE_MAX_MESSAGE_SIZE
+ *
+ * Returns once the message is in the node's ring, waiting for room there
+ * while the handler is behind; messages from one sender are handled in
+ * order.
+ *
+ * Context: Process context. May sleep while the node's ring is full.
+ * Return:
+ * * 0 - on success.
+ * * %-ENOTCONN - the node is not a member of a cluster.
+ * * %-EFAULT - @addr is %NULL.
+ * * %-EINVAL - bad @node or @size.
+ * * %-ECONNREFUSED - @node has no send handler.
+ * * %-EINTR - a signal arrived while waiting for room.
+ * * %-EHOSTUNREACH - @node is not a member of the cluster.
+ * * %-EHOSTDOWN - @node was declared dead.
+ */
+int liteapi_send_message(int node, const void *addr, int size);
+
+/**
+ * liteapi_send_message_priority() - liteapi_send_message() at a priority
+ * @node: the node
+ * @addr: the message
+ * @size: its length
+ * @priority: %LITE_PRIORITY_HIGH, %LITE_PRIORITY_LOW, or 0 for the kernel
+ *	callers' default (liteapi_set_priority())
+ *
+ * Context: Process context. May sleep, also for QoS admission.
+ * Return: as liteapi_send_message(); %-EINVAL also for a bad @priority.
+ */
+int liteapi_send_message_priority(int node, const void *addr, int size,
+				  int priority);
+
+/**
+ * liteapi_send_message_UD() - liteapi_send_message() with a datagram's
+ *	promise
+ * @node: the node
+ * @addr: the message
+ * @size: its length
+ * @type: the original's message type: must be 0
+ *
+ * The original sent these over an unreliable datagram queue pair. Here they
+ * travel as liteapi_send_message() does, so they are never lost; callers
+ * must still expect no reply and no order with their other messages.
+ *
+ * Context: Process context. May sleep while the node's ring is full.
+ * Return: as liteapi_send_message(); %-EINVAL also for a non-zero @type.
+ */
+int liteapi_send_message_UD(int node, const void *addr, int size, int type);
+
+/**
+ * liteapi_send_reply() - call a node's send-reply handler
+ * @node: the node (this node included)
+ * @msg: the request
+ * @size: its length, 1 to %LITE_MAX_MESSAGE_SIZE
+ * @ack_msg: room for %LITE_KMSG_MAX_REPLY bytes of reply
+ *
+ * Context: Process context. Sleeps until the reply arrives, for at most
+ * %LITE_RPC_TIMEOUT_MS.
+ * Return:
+ * * the reply's length - on success.
+ * * %-ENOTCONN - the node is not a member of a cluster.
+ * * %-EFAULT - @msg or @ack_msg is %NULL.
+ * * %-EINVAL - bad @node or @size.
+ * * %-ECONNREFUSED - @node has no send-reply handler, or it was unregistered
+ *   before handling the call.
+ * * %-ECONNRESET - the handler returned without a reply or a deferral.
+ * * %-EMSGSIZE - the handler's reply is longer than %LITE_KMSG_MAX_REPLY.
+ * * %-ETIMEDOUT - no reply within %LITE_RPC_TIMEOUT_MS.
+ * * %-EINTR - a signal arrived; the reply is discarded.
+ * * %-EHOSTUNREACH - @node is not a member of the cluster.
+ * * %-EHOSTDOWN - @node was declared dead.
+ * * the negative errno the handler returned.
+ */
+int liteapi_send_reply(int node, const void *msg, int size, void *ack_msg);
+
+/**
+ * liteapi_send_reply_UD() - liteapi_send_reply() under the original's
+ *	datagram name
+ * @node: the node
+ * @msg: the request
+ * @size: its length
+ * @output: room for %LITE_KMSG_MAX_REPLY bytes of reply
+ *
+ * The original retransmitted these over an unreliable datagram queue pair;
+ * here they travel, and are answered, as liteapi_send_reply() calls.
+ *
+ * Context: Process context. Sleeps until the reply arrives.
+ * Return: as liteapi_send_reply().
+ */
+int liteapi_send_reply_UD(int node, const void *msg, int size, void *output);
+
+/**
+ * liteapi_send_reply_opt() - call a node's send-reply-opt handler
+ * @node: the node (this node included)
+ * @msg: the request
+ * @size: its length, 1 to %LITE_MAX_MESSAGE_SIZE
+ * @output: out: the reply, in a buffer of LITE's that the caller frees
+ *	with liteapi_free_recv_buf(); %NULL for an empty reply
+ * @priority: %LITE_PRIORITY_HIGH, %LITE_PRIORITY_LOW, or 0 for the kernel
+ *	callers' default
+ *
+ * Context: Process context. Sleeps until the reply arrives, for at most
+ * %LITE_RPC_TIMEOUT_MS.
+ * Return: the reply's length, or the errors of liteapi_send_reply()
+ * (%-EMSGSIZE above %LITE_MAX_MESSAGE_SIZE), %-EFAULT also for a %NULL
+ * @output, %-EINVAL also for a bad @priority.
+ */
+int liteapi_send_reply_opt(int node, const void *msg, int size, void **output,
+			   int priority);
+
+/**
+ * liteapi_free_recv_buf() - free a reply of liteapi_send_reply_opt()
+ * @buf: the reply buffer, or %NULL
+ *
+ * The original's function did nothing; here the buffer is LITE's until
+ * freed.
+ *
+ * Context: Any context kvfree() may run in.
+ */
+void liteapi_free_recv_buf(void *buf);
+
 /**
  * liteapi_dist_barrier() - wait for other nodes at a barrier
  * @num: the number of nodes to wait for, this one included

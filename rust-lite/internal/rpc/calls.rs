@@ -21,8 +21,8 @@ use super::{
     payload::{Payload, ReplyDestination, ToKernel},
     port::LocalMessage,
     ring_protocol::{
-        check_port, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_ONE_WAY, HEADER_LEN,
-        MAX_MESSAGE_SIZE, RING_SIZE,
+        check_port, check_served_port, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED,
+        FLAG_ONE_WAY, HEADER_LEN, MAX_MESSAGE_SIZE, RING_SIZE,
     },
     view_of,
     wire::RpcMessage,
@@ -59,7 +59,12 @@ impl Rpc {
     ///
     /// `EINVAL` bad port, `EHOSTUNREACH`, `ECONNREFUSED` not registered.
     pub(crate) fn query_port(&self, node: NodeId, port: u32) -> Result<u64> {
-        check_port(port)?;
+        self.learn_port(node, check_port(port)?)
+    }
+
+    /// Learns where to send requests for any port `node` serves, as
+    /// [`Rpc::query_port`] does for an application's.
+    fn learn_port(&self, node: NodeId, port: u32) -> Result<u64> {
         if node == self.core.node_id() {
             let state = self.port(port)?.state.lock();
             return match state.owner {
@@ -251,7 +256,7 @@ impl Rpc {
                     continue;
                 }
                 drop(ports);
-                self.query_port(node, target.port)?;
+                self.learn_port(node, target.port)?;
                 ports = server.ports.lock();
                 continue;
             };
@@ -473,7 +478,7 @@ impl Rpc {
     pub(super) fn on_notice(&self, node: NodeId, message: RpcMessage) {
         match message {
             RpcMessage::RingAck { port, consumed } => {
-                if let (Ok(server), Ok(port)) = (self.server(node), check_port(port)) {
+                if let (Ok(server), Ok(port)) = (self.server(node), check_served_port(port)) {
                     let mut ports = server.ports.lock();
                     if let Some(remote) = view_of(&mut ports, port).remote.as_mut() {
                         remote.writer.acknowledge(consumed);
@@ -492,7 +497,7 @@ impl Rpc {
                     .answer(slot as usize, generation, Outcome::Failed(error));
             }
             RpcMessage::PortClosed { port } => {
-                if let (Ok(server), Ok(port)) = (self.server(node), check_port(port)) {
+                if let (Ok(server), Ok(port)) = (self.server(node), check_served_port(port)) {
                     view_of(&mut server.ports.lock(), port).drop_remote();
                     server.room.notify_all();
                 }
@@ -503,7 +508,7 @@ impl Rpc {
                 received,
                 injected,
             } => {
-                if let (Ok(server), Ok(port)) = (self.server(node), check_port(port)) {
+                if let (Ok(server), Ok(port)) = (self.server(node), check_served_port(port)) {
                     {
                         let mut ports = server.ports.lock();
                         let view = view_of(&mut ports, port);

@@ -17,7 +17,7 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-use super::ring_protocol::{next_generation, RingWriter, MAX_PORTS};
+use super::ring_protocol::{next_generation, RingWriter, PORTS};
 use crate::{errno, internal::util::clock::now_ms, verbs::DmaBuffer};
 
 /// Calls of this node waiting for remote replies at once: room for every
@@ -659,8 +659,8 @@ pub(crate) struct ServerNode {
 impl ServerNode {
     /// Nothing queried yet.
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
-        let mut ports = KVec::with_capacity(MAX_PORTS as usize, GFP_KERNEL)?;
-        for _ in 0..MAX_PORTS {
+        let mut ports = KVec::with_capacity(PORTS as usize, GFP_KERNEL)?;
+        for _ in 0..PORTS {
             ports.push(PortView::default(), GFP_KERNEL)?;
         }
         Ok(try_pin_init!(ServerNode {

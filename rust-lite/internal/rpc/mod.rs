@@ -40,7 +40,7 @@ use kernel::{prelude::*, sync::Arc};
 use self::{
     client::{Outcome, PortView, ReplySlots, ServerNode},
     port::Port,
-    ring_protocol::{check_port, Imm, MAX_MESSAGE_SIZE, MAX_PORTS},
+    ring_protocol::{check_port, check_served_port, Imm, MAX_MESSAGE_SIZE, PORTS},
     wire::RpcMessage,
 };
 use super::{
@@ -77,8 +77,8 @@ pub(crate) struct Rpc {
 impl Rpc {
     /// RPC over `core`, with no port registered and none known.
     pub(crate) fn new(core: Arc<Core>) -> Result<Arc<Self>> {
-        let mut ports = KVec::with_capacity(MAX_PORTS as usize, GFP_KERNEL)?;
-        for _ in 0..MAX_PORTS {
+        let mut ports = KVec::with_capacity(PORTS as usize, GFP_KERNEL)?;
+        for _ in 0..PORTS {
             ports.push(KBox::pin_init(Port::new()?, GFP_KERNEL)?, GFP_KERNEL)?;
         }
         let mut servers = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
@@ -98,9 +98,9 @@ impl Rpc {
     }
 
     fn port(&self, port: u32) -> Result<&Port> {
-        // PANIC: `check_port` admits only numbers below `MAX_PORTS`, and
-        // there is a port for each.
-        Ok(&self.ports[check_port(port)? as usize])
+        // PANIC: `check_served_port` admits only numbers below `PORTS`,
+        // and there is a port for each.
+        Ok(&self.ports[check_served_port(port)? as usize])
     }
 
     fn server(&self, node: NodeId) -> Result<&ServerNode> {
@@ -147,8 +147,9 @@ impl Target {
 
 /// The view of `port` among a server node's ports.
 fn view_of(ports: &mut KVec<PortView>, port: u32) -> &mut PortView {
-    // PANIC: every port number reaching here passed `check_port`, and a
-    // server node keeps a view for each of the `MAX_PORTS` ports.
+    // PANIC: every port number reaching here passed `check_port` or
+    // `check_served_port`, and a server node keeps a view for each of the
+    // `PORTS` ports.
     &mut ports[port as usize]
 }
 

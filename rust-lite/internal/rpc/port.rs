@@ -90,6 +90,8 @@ pub(crate) struct Taken {
     pub(crate) data: KVVec<u8>,
     /// Who waits for the answer, if anyone.
     pub(crate) reply_to: Option<ReplyTo>,
+    /// The sending node, or `None` for a process of this node.
+    pub(crate) from: Option<NodeId>,
     /// A ring position to acknowledge to `(node, consumed)`.
     pub(crate) ack: Option<(NodeId, u64)>,
 }
@@ -302,6 +304,7 @@ impl PortState {
         Ok(Taken {
             data: message.data,
             reply_to: message.call.map(ReplyTo::Local),
+            from: None,
             ack: None,
         })
     }
@@ -353,6 +356,7 @@ impl PortState {
         Ok(Ok(Taken {
             data,
             reply_to,
+            from: Some(NodeId::new(node as u32)),
             ack: ack.map(|position| (NodeId::new(node as u32), position)),
         }))
     }

@@ -8,16 +8,28 @@
 //! caller's reply buffer; its immediate names the caller's reply slot:
 //!
 //! ```text
-//! request: 1 0 | port (6) | ring offset / RING_ALIGN (24)
+//! request: 1 | port (7) | ring offset / RING_ALIGN (24)
 //! reply:   0 1 | generation (14) | slot (16)
 //! ```
+//!
+//! Ports below [`MAX_PORTS`] are the applications'; the ones above, up to
+//! [`PORTS`], carry the kernel messages of `liteapi_send_message` and its
+//! family, one port per kind of handler.
 
 use kernel::prelude::*;
 
 use crate::internal::wire_layout::{self, wire_layout, WireField};
 
-/// Ports per node (`LITE_MAX_PORTS`).
+/// Ports per node that applications register (`LITE_MAX_PORTS`).
 pub(crate) const MAX_PORTS: u32 = 64;
+
+/// Ports a node serves: the applications' and, from [`MAX_PORTS`] on, one
+/// for each kind of kernel message handler.
+pub(crate) const PORTS: u32 = MAX_PORTS + KERNEL_MESSAGE_PORTS;
+
+/// Ports of kernel message handlers (`liteapi_reg_*_handler`), numbered
+/// from [`MAX_PORTS`].
+pub(crate) const KERNEL_MESSAGE_PORTS: u32 = 5;
 
 /// Largest message (`LITE_MAX_MESSAGE_SIZE`).
 pub(crate) const MAX_MESSAGE_SIZE: u64 = 256 << 10;
@@ -38,6 +50,7 @@ pub(crate) const HEADER_LEN: usize = 32;
 const REQUEST_BIT: u32 = 1 << 31;
 const REPLY_BIT: u32 = 1 << 30;
 const PORT_SHIFT: u32 = 24;
+const PORT_MASK: u32 = (1 << 7) - 1;
 const OFFSET_MASK: u32 = (1 << PORT_SHIFT) - 1;
 const SLOT_BITS: u32 = 16;
 const GENERATION_MASK: u32 = (1 << 14) - 1;
@@ -67,7 +80,7 @@ impl Imm {
         match self {
             Imm::Request { port, offset } => {
                 let units = offset / RING_ALIGN;
-                if port >= MAX_PORTS || offset % RING_ALIGN != 0 || units > u64::from(OFFSET_MASK) {
+                if port >= PORTS || offset % RING_ALIGN != 0 || units > u64::from(OFFSET_MASK) {
                     return None;
                 }
                 Some(REQUEST_BIT | (port << PORT_SHIFT) | units as u32)
@@ -81,20 +94,20 @@ impl Imm {
         }
     }
 
-    /// Decodes an immediate.
+    /// Decodes an immediate; `None` for a port no node serves.
     pub(crate) fn decode(imm: u32) -> Option<Self> {
-        match imm & (REQUEST_BIT | REPLY_BIT) {
-            REQUEST_BIT => Some(Imm::Request {
-                port: (imm >> PORT_SHIFT) & (MAX_PORTS - 1),
+        if imm & REQUEST_BIT != 0 {
+            let port = (imm >> PORT_SHIFT) & PORT_MASK;
+            return (port < PORTS).then_some(Imm::Request {
+                port,
                 // PANIC: below `2^24 * RING_ALIGN`, far from `u64::MAX`.
                 offset: u64::from(imm & OFFSET_MASK) * RING_ALIGN,
-            }),
-            REPLY_BIT => Some(Imm::Reply {
-                slot: imm & ((1 << SLOT_BITS) - 1),
-                generation: (imm >> SLOT_BITS) & GENERATION_MASK,
-            }),
-            _ => None,
+            });
         }
+        (imm & REPLY_BIT != 0).then_some(Imm::Reply {
+            slot: imm & ((1 << SLOT_BITS) - 1),
+            generation: (imm >> SLOT_BITS) & GENERATION_MASK,
+        })
     }
 }
 
@@ -541,9 +554,19 @@ impl RingReader {
     }
 }
 
-/// Checks a port number from a caller.
+/// Checks a port number from an application.
 pub(crate) fn check_port(port: u32) -> Result<u32> {
     if port < MAX_PORTS {
+        Ok(port)
+    } else {
+        Err(EINVAL)
+    }
+}
+
+/// Checks a port number from a peer or from LITE itself: an application's
+/// port or a kernel message handler's.
+pub(crate) fn check_served_port(port: u32) -> Result<u32> {
+    if port < PORTS {
         Ok(port)
     } else {
         Err(EINVAL)

@@ -14,7 +14,7 @@ use kernel::prelude::*;
 use super::{
     payload::Payload,
     port::{Empty, Port, ReplyTo, Taken},
-    ring_protocol::{Broken, Imm, MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE},
+    ring_protocol::{check_port, Broken, Imm, MAX_MESSAGE_SIZE, MAX_PORT_NAME, PORTS, RING_SIZE},
     wire::RpcMessage,
     Rpc, RECV_NONBLOCK,
 };
@@ -36,14 +36,36 @@ use crate::{
     verbs::INLINE_MAX,
 };
 
+/// A message [`Rpc::receive_on_port`] took.
+pub(crate) struct Received {
+    /// Its length.
+    pub(crate) len: usize,
+    /// The descriptor its answer goes to, or 0 for a one-way message.
+    pub(crate) descriptor: u64,
+    /// The node that sent it.
+    pub(crate) from: NodeId,
+}
+
 impl Rpc {
-    /// `lite_register_application`: opens `port` for messages of at most
-    /// `max_size` bytes, owned by process `owner`.
+    /// `lite_register_application`: opens application port `port` for
+    /// messages of at most `max_size` bytes, owned by process `owner`.
     ///
     /// # Errors
     ///
     /// `EINVAL` bad port, size or name; `EADDRINUSE` port taken.
     pub(crate) fn register_application(
+        &self,
+        process: &Process,
+        port: u32,
+        max_size: u64,
+        name: &[u8],
+    ) -> Result {
+        self.register_port(process, check_port(port)?, max_size, name)
+    }
+
+    /// Opens any port this node serves, as [`Rpc::register_application`]
+    /// does an application's.
+    pub(crate) fn register_port(
         &self,
         process: &Process,
         port: u32,
@@ -80,6 +102,12 @@ impl Rpc {
     /// `EINVAL` bad port, `ENOENT` not registered, `EPERM` registered by
     /// another process.
     pub(crate) fn unregister_application(&self, owner: i32, port_number: u32) -> Result {
+        self.unregister_port(owner, check_port(port_number)?)
+    }
+
+    /// Closes any port this node serves, as
+    /// [`Rpc::unregister_application`] does an application's.
+    pub(crate) fn unregister_port(&self, owner: i32, port_number: u32) -> Result {
         let port = self.port(port_number)?;
         let (drained, nodes, charge) = {
             let mut state = port.state.lock();
@@ -270,6 +298,21 @@ impl Rpc {
         flags: u32,
         deliver: impl FnOnce(&[u8]) -> Result,
     ) -> Result<(usize, u64)> {
+        let port_number = check_port(port_number)?;
+        self.receive_on_port(process, port_number, room, flags, deliver)
+            .map(|received| (received.len, received.descriptor))
+    }
+
+    /// Takes the next message of any port this node serves, as
+    /// [`Rpc::receive`] does of an application's, and says who sent it.
+    pub(crate) fn receive_on_port(
+        &self,
+        process: &Process,
+        port_number: u32,
+        room: u64,
+        flags: u32,
+        deliver: impl FnOnce(&[u8]) -> Result,
+    ) -> Result<Received> {
         if flags & !RECV_NONBLOCK != 0 {
             return Err(EINVAL);
         }
@@ -351,7 +394,11 @@ impl Rpc {
                 }
             }
         };
-        Ok((len, descriptor))
+        Ok(Received {
+            len,
+            descriptor,
+            from: taken.from.unwrap_or(self.core.node_id()),
+        })
     }
 
     /// `lite_reply_message`: answers `descriptor` of `process` with `reply`.
@@ -432,6 +479,22 @@ impl Rpc {
         })
     }
 
+    /// Fails the caller waiting on `descriptor` of `process` with `error`
+    /// (a kernel handler that cannot answer).
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` not an unanswered descriptor of `process`.
+    pub(crate) fn fail(&self, process: &Process, descriptor: u64, error: Error) -> Result {
+        let reply_to = process
+            .descriptors
+            .lock()
+            .remove(descriptor)
+            .ok_or(ENOENT)?;
+        self.fail_caller(reply_to, error);
+        Ok(())
+    }
+
     /// Releases the RPC state of an exiting process: callers waiting on its
     /// descriptors get `ECONNRESET`, its ports are unregistered.
     pub(crate) fn release_rpc(&self, process: &Process) {
@@ -445,12 +508,12 @@ impl Rpc {
                 None => break,
             }
         }
-        for port in 0..MAX_PORTS {
+        for port in 0..PORTS {
             let owned = self
                 .port(port)
                 .is_ok_and(|p| p.state.lock().owner == Some(process.tgid));
             if owned {
-                let _ = self.unregister_application(process.tgid, port);
+                let _ = self.unregister_port(process.tgid, port);
             }
         }
     }

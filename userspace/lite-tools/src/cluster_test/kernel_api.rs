@@ -1,8 +1,9 @@
 //! The kernel C API (`liteapi_*`), exercised from inside the kernel by
 //! LITE's `lite_cluster` KUnit suite: remote memory, asynchronous
-//! transfers and registered kernel memory. At boot the node has not joined,
-//! so the suite skips its cases; here, with every node joined, it is run
-//! again through KUnit's debugfs interface and each case reported.
+//! transfers, registered kernel memory, RPC and kernel messages through
+//! handlers. At boot the node has not joined, so the suite skips its cases;
+//! here, with every node joined, it is run again through KUnit's debugfs
+//! interface and each case reported.
 
 use std::io::Write;
 
@@ -13,12 +14,13 @@ use crate::tap::Tap;
 pub const SUITE: &str = "lite_cluster";
 
 /// The cases the suite must report, each as passed.
-pub const CASES: [&str; 5] = [
+pub const CASES: [&str; 6] = [
     "kernel_remote_memory",
     "kernel_async",
     "kernel_registration",
     "kernel_sync",
     "kernel_rpc_async",
+    "kernel_messages",
 ];
 
 /// How a KUnit case ended.
@@ -121,7 +123,7 @@ mod tests {
     const RESULTS: &str = "KTAP version 1\n\
         # Subtest: lite_cluster\n\
         # module: lite\n\
-        1..5\n\
+        1..6\n\
         \x20   ok 1 kernel_remote_memory\n\
         \x20   # kernel_async: EXPECTATION FAILED at drivers/infiniband/ulp/lite/lite_kunit.c:14\n\
         \x20   # kernel_async: cluster.rs:120: back[..] == data[..]\n\
@@ -129,6 +131,7 @@ mod tests {
         \x20   ok 3 kernel_registration # SKIP needs a joined cluster of 2+ nodes\n\
         \x20   ok 4 kernel_sync\n\
         \x20   ok 5 kernel_rpc_async\n\
+        \x20   ok 6 kernel_messages\n\
         not ok 1 lite_cluster\n";
 
     #[test]
@@ -145,6 +148,7 @@ mod tests {
                 ),
                 ("kernel_sync".to_string(), CaseResult::Passed),
                 ("kernel_rpc_async".to_string(), CaseResult::Passed),
+                ("kernel_messages".to_string(), CaseResult::Passed),
                 ("lite_cluster".to_string(), CaseResult::Failed),
             ]
         );
@@ -159,7 +163,7 @@ mod tests {
     #[test]
     fn only_passed_cases_pass() {
         let (_, summary) = capture(|tap| report(tap, RESULTS));
-        assert_eq!((summary.passed, summary.failed), (3, 2));
+        assert_eq!((summary.passed, summary.failed), (4, 2));
         let all_ok = RESULTS
             .replace("not ok 2", "ok 2")
             .replace(" # SKIP needs a joined cluster of 2+ nodes", "");

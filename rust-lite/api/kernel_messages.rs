@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel C API's messaging family (`include/rdma/lite_api.h`): the
+//! original LITE's `liteapi_send_message`, `liteapi_send_reply` and
+//! `liteapi_send_reply_opt` with their variants, and the handlers that
+//! receive them (`liteapi_reg_*_handler`). The messages travel as calls to
+//! the handlers' ports ([`crate::internal::kernel_messages`]).
+
+use crate::internal::node_id::NodeId;
+use core::ffi::{c_char, c_int, c_void};
+use kernel::{bindings, error::from_result, prelude::*, sync::Arc};
+
+use super::kernel_api::{kernel_slice, kernel_slice_mut};
+use crate::{
+    errno,
+    internal::{
+        cluster::Cluster,
+        kernel_messages::{Answer, Handler, Kind, MAX_REPLY},
+        node::node,
+        qos::priority::Priority,
+        rpc::{payload::ToKernel, Target},
+    },
+};
+
+/// `liteapi_reg_send_handler`'s handler: the message, its length and the
+/// sender's node id.
+pub(crate) type SendHandlerFn = unsafe extern "C" fn(*mut c_char, u32, c_int) -> c_int;
+
+/// `liteapi_reg_send_reply_handler`'s handler: the message, its length, the
+/// reply buffer (`LITE_KMSG_MAX_REPLY` bytes), the reply's length to set
+/// and the sender's node id.
+pub(crate) type SendReplyHandlerFn =
+    unsafe extern "C" fn(*mut c_char, u32, *mut c_char, *mut u32, c_int) -> c_int;
+
+/// `liteapi_reg_send_reply_opt_handler`'s handler: the message, its length,
+/// where to store the address of the handler's own reply, the reply's
+/// length to set and the sender's node id.
+pub(crate) type SendReplyOptHandlerFn =
+    unsafe extern "C" fn(*mut c_char, u32, *mut *mut c_void, *mut u32, c_int) -> c_int;
+
+/// What an opt handler returns when it keeps the call for
+/// `liteapi_reply_message` (`LITE_KMSG_REPLY_LATER`).
+const REPLY_LATER: c_int = 1;
+
+/// A handler's return value as a result: a negative errno fails the call
+/// with it (`EINVAL` for one out of range).
+fn handler_result(ret: c_int) -> Result {
+    match ret {
+        0.. => Ok(()),
+        // PANIC: `MAX_ERRNO` is a small constant.
+        ret if ret >= -(bindings::MAX_ERRNO as c_int) => Err(Error::from_errno(ret)),
+        _ => Err(EINVAL),
+    }
+}
+
+/// A `send` handler from C.
+struct SendHandler(SendHandlerFn);
+
+impl Handler for SendHandler {
+    fn handle(&self, message: &mut [u8], from: NodeId, _answer: &mut dyn Answer) -> Result {
+        // SAFETY: The function was registered with
+        // `liteapi_reg_send_handler`, whose contract makes it callable with a
+        // message buffer of the given length, valid for the call, and a node
+        // id; its module cannot go before it is unregistered
+        // (`liteapi_reg_send_handler`'s contract). The length fits in a `u32`:
+        // messages are at most `LITE_MAX_MESSAGE_SIZE` bytes.
+        let ret = unsafe {
+            (self.0)(
+                message.as_mut_ptr().cast(),
+                message.len() as u32,
+                from.get() as c_int,
+            )
+        };
+        handler_result(ret)
+    }
+}
+
+/// A `send_reply` handler from C.
+struct SendReplyHandler(SendReplyHandlerFn);
+
+impl Handler for SendReplyHandler {
+    fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
+        let mut reply = KVVec::from_elem(0u8, MAX_REPLY, GFP_KERNEL)?;
+        let mut reply_len = 0u32;
+        // SAFETY: As for `SendHandler`, with `liteapi_reg_send_reply_handler`'s
+        // contract: the reply buffer has `MAX_REPLY` writable bytes and
+        // `reply_len` is a writable `u32`, both valid for the call.
+        let ret = unsafe {
+            (self.0)(
+                message.as_mut_ptr().cast(),
+                message.len() as u32,
+                reply.as_mut_ptr().cast(),
+                &mut reply_len,
+                from.get() as c_int,
+            )
+        };
+        handler_result(ret)?;
+        let reply = reply.get(..reply_len as usize).ok_or(errno::EMSGSIZE())?;
+        answer.reply(reply)
+    }
+}
+
+/// A `send_reply_opt` handler from C.
+struct SendReplyOptHandler(SendReplyOptHandlerFn);
+
+impl Handler for SendReplyOptHandler {
+    fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
+        let mut reply: *mut c_void = core::ptr::null_mut();
+        let mut reply_len = 0u32;
+        // SAFETY: As for `SendHandler`, with
+        // `liteapi_reg_send_reply_opt_handler`'s contract: `reply` and
+        // `reply_len` are writable for the call.
+        let ret = unsafe {
+            (self.0)(
+                message.as_mut_ptr().cast(),
+                message.len() as u32,
+                &mut reply,
+                &mut reply_len,
+                from.get() as c_int,
+            )
+        };
+        if ret == REPLY_LATER {
+            return Ok(());
+        }
+        handler_result(ret)?;
+        // SAFETY: By `liteapi_reg_send_reply_opt_handler`'s contract, a
+        // handler returning 0 stored in `reply` the address of `reply_len`
+        // readable bytes (one buffer) that stay valid and unwritten until
+        // the handler's next call, or a null pointer with a length of 0.
+        let reply = unsafe { kernel_slice(reply, u64::from(reply_len)) }?;
+        answer.reply(reply)
+    }
+}
+
+/// Registers `handler` for `kind`, or unregisters `kind`'s handler if it is
+/// `None`.
+fn register(kind: Kind, handler: Option<Arc<dyn Handler>>) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        match handler {
+            Some(handler) => cluster.kernel_messages.register(kind, handler)?,
+            None => cluster.kernel_messages.unregister(kind)?,
+        }
+        Ok(0)
+    })
+}
+
+/// Wraps a handler for the registry.
+fn wrapped<H: Handler + 'static>(handler: H) -> Result<Arc<dyn Handler>> {
+    Ok(Arc::new(handler, GFP_KERNEL)?)
+}
+
+/// Registers the handler of one-way kernel messages, or unregisters it
+/// (null).
+///
+/// # Safety
+///
+/// `handler` must be callable with a buffer of the given length, valid for
+/// the call, until it is unregistered (which waits for a call in flight).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reg_send_handler(handler: Option<SendHandlerFn>) -> c_int {
+    match handler.map(|h| wrapped(SendHandler(h))).transpose() {
+        Ok(handler) => register(Kind::Send, handler),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Registers the handler of kernel calls answered from LITE's buffer, or
+/// unregisters it (null).
+///
+/// # Safety
+///
+/// As for [`liteapi_reg_send_handler`], with a reply buffer of
+/// `LITE_KMSG_MAX_REPLY` bytes and a writable length.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_handler(
+    handler: Option<SendReplyHandlerFn>,
+) -> c_int {
+    match handler.map(|h| wrapped(SendReplyHandler(h))).transpose() {
+        Ok(handler) => register(Kind::SendReply, handler),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Registers the handler of kernel calls answered from the handler's own
+/// buffer or later, or unregisters it (null).
+///
+/// # Safety
+///
+/// As for [`liteapi_reg_send_handler`]; a handler returning 0 must store
+/// in its third argument the address of as many readable bytes as it
+/// stores in its fourth (one buffer, or null for 0), valid until its next
+/// call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_opt_handler(
+    handler: Option<SendReplyOptHandlerFn>,
+) -> c_int {
+    match handler.map(|h| wrapped(SendReplyOptHandler(h))).transpose() {
+        Ok(handler) => register(Kind::SendReplyOpt, handler),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Takes the call the calling `send_reply_opt` handler is handling, to be
+/// answered later with `liteapi_reply_message`; returns its descriptor.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_defer_reply() -> i64 {
+    match node()
+        .and_then(|node| node.cluster())
+        .and_then(|cluster| cluster.kernel_messages.defer_answer())
+    {
+        Ok(descriptor) => descriptor as i64,
+        Err(e) => e.to_errno().into(),
+    }
+}
+
+/// The target of a kernel message of `kind` at `priority`.
+fn target(cluster: &Cluster, kind: Kind, priority: Priority) -> Target {
+    Target {
+        port: kind.port(),
+        nonblocking: false,
+        priority,
+    }
+    .with_default(&cluster.kernel_process.default_priority)
+}
+
+/// A message length from C.
+fn length(size: c_int) -> Result<u64> {
+    match u64::try_from(size) {
+        Ok(0) | Err(_) => Err(EINVAL),
+        Ok(size) => Ok(size),
+    }
+}
+
+/// Sends a one-way kernel message.
+///
+/// # Safety
+///
+/// `addr` must point to `size` readable bytes (one buffer) that stay valid,
+/// and that nothing writes, until the call returns.
+unsafe fn send_message(
+    node_id: c_int,
+    addr: *const c_void,
+    size: c_int,
+    priority: Priority,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = target(&cluster, Kind::Send, priority);
+        // SAFETY: `addr` points to `size` readable bytes that stay valid and
+        // unwritten until this call returns (this function's `# Safety`
+        // section); the slice is only used in this call.
+        let message = unsafe { kernel_slice(addr, length(size)?) }?;
+        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        cluster.rpc.send_one_way(node, &target, message.into())?;
+        Ok(0)
+    })
+}
+
+/// Sends `size` bytes of `addr` to the send handler of `node_id`.
+///
+/// # Safety
+///
+/// As for [`send_message`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_message(
+    node_id: c_int,
+    addr: *const c_void,
+    size: c_int,
+) -> c_int {
+    // SAFETY: As this function's `# Safety` section requires.
+    unsafe { send_message(node_id, addr, size, Priority::None) }
+}
+
+/// [`liteapi_send_message`] at `priority`.
+///
+/// # Safety
+///
+/// As for [`send_message`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_message_priority(
+    node_id: c_int,
+    addr: *const c_void,
+    size: c_int,
+    priority: c_int,
+) -> c_int {
+    let priority = match u32::try_from(priority)
+        .map_err(|_| EINVAL)
+        .and_then(Priority::from_raw)
+    {
+        Ok(priority) => priority,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: As this function's `# Safety` section requires.
+    unsafe { send_message(node_id, addr, size, priority) }
+}
+
+/// [`liteapi_send_message`] with a datagram's promise: no reply, no order
+/// with the sender's other messages. `msg_type`, the original's message
+/// type, must be 0.
+///
+/// # Safety
+///
+/// As for [`send_message`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_message_UD(
+    node_id: c_int,
+    addr: *const c_void,
+    size: c_int,
+    msg_type: c_int,
+) -> c_int {
+    if msg_type != 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: As this function's `# Safety` section requires.
+    unsafe { send_message(node_id, addr, size, Priority::None) }
+}
+
+/// Calls the send-reply handler of `node_id` with `size` bytes of `msg`;
+/// the reply goes to `ack_msg`, which has room for `LITE_KMSG_MAX_REPLY`
+/// bytes. Returns the reply's length.
+///
+/// # Safety
+///
+/// `msg` must point to `size` readable bytes (one buffer) that nothing
+/// writes, and `ack_msg` to `LITE_KMSG_MAX_REPLY` writable bytes (one
+/// buffer, not overlapping `msg`) that nothing else reads or writes, both
+/// valid until the call returns.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply(
+    node_id: c_int,
+    msg: *const c_void,
+    size: c_int,
+    ack_msg: *mut c_void,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = target(&cluster, Kind::SendReply, Priority::None);
+        // SAFETY: `msg` points to `size` readable bytes that stay valid and
+        // unwritten until this call returns (this function's `# Safety`
+        // section); the slice is only used in this call.
+        let message = unsafe { kernel_slice(msg, length(size)?) }?;
+        // SAFETY: `ack_msg` points to `MAX_REPLY` writable bytes, not
+        // overlapping `msg`, that only this call accesses until it returns
+        // (this function's `# Safety` section); the slice is only used in
+        // this call.
+        let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
+        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        let reply = cluster
+            .rpc
+            .call(node, &target, message.into(), MAX_REPLY as u64, ToKernel)?;
+        out.get_mut(..reply.len())
+            .ok_or(errno::EMSGSIZE())?
+            .copy_from_slice(&reply);
+        Ok(reply.len() as c_int)
+    })
+}
+
+/// [`liteapi_send_reply`] with the original's datagram name; it travels,
+/// and is answered, like [`liteapi_send_reply`].
+///
+/// # Safety
+///
+/// As for [`liteapi_send_reply`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply_UD(
+    node_id: c_int,
+    msg: *const c_void,
+    size: c_int,
+    output: *mut c_void,
+) -> c_int {
+    // SAFETY: As this function's `# Safety` section requires.
+    unsafe { liteapi_send_reply(node_id, msg, size, output) }
+}
+
+/// Calls the send-reply-opt handler of `node_id` at `priority` with `size`
+/// bytes of `msg`; stores in `*output` a buffer holding the reply, which
+/// the caller frees with [`liteapi_free_recv_buf`], and returns its length.
+///
+/// # Safety
+///
+/// `msg` must point to `size` readable bytes (one buffer) that nothing
+/// writes, and `output` be null or point to a writable pointer that
+/// nothing else reads or writes, both valid until the call returns.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply_opt(
+    node_id: c_int,
+    msg: *const c_void,
+    size: c_int,
+    output: *mut *mut c_void,
+    priority: c_int,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        if output.is_null() {
+            return Err(EFAULT);
+        }
+        let priority = Priority::from_raw(u32::try_from(priority).map_err(|_| EINVAL)?)?;
+        let target = target(&cluster, Kind::SendReplyOpt, priority);
+        // SAFETY: `msg` points to `size` readable bytes that stay valid and
+        // unwritten until this call returns (this function's `# Safety`
+        // section); the slice is only used in this call.
+        let message = unsafe { kernel_slice(msg, length(size)?) }?;
+        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        let max_reply = crate::internal::rpc::ring_protocol::MAX_MESSAGE_SIZE;
+        let reply = cluster
+            .rpc
+            .call(node, &target, message.into(), max_reply, ToKernel)?;
+        let len = reply.len() as c_int;
+        let (buffer, _, capacity) = reply.into_raw_parts();
+        // An empty reply owns no memory to hand over.
+        let buffer = if capacity == 0 {
+            core::ptr::null_mut()
+        } else {
+            buffer.cast::<c_void>()
+        };
+        // SAFETY: `output` is non-null (checked above) and points to a
+        // writable pointer that only this call accesses (this function's
+        // `# Safety` section).
+        unsafe { output.write(buffer) };
+        Ok(len)
+    })
+}
+
+/// Frees a reply [`liteapi_send_reply_opt`] returned.
+///
+/// # Safety
+///
+/// `buf` must be null or a reply buffer [`liteapi_send_reply_opt`] stored,
+/// not freed yet, and not used after this call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_free_recv_buf(buf: *mut c_void) {
+    // SAFETY: `buf` is null or the buffer of a `KVVec` given up with
+    // `into_raw_parts`, allocated by `kvmalloc`, which `kvfree` frees, and
+    // not used again (this function's `# Safety` section).
+    unsafe { bindings::kvfree(buf) };
+}
