@@ -179,7 +179,7 @@ static int kmsg_on_send_reply(char *msg, u32 size, char *reply,
 	int i;
 
 	/* Handlers run in process context and may sleep. */
-	msleep(1);
+	usleep_range(1000, 2000);
 	if (!kmsg_valid(msg, size, sender_id))
 		return -EINVAL;
 	if (!strcmp(m->text, "fail"))
@@ -312,8 +312,8 @@ static void kernel_messages(struct kunit *test)
 	kmsg_call_handlers(test, next);
 	kmsg_bad_arguments(test, next);
 	for (waited = 0; atomic_read(&kmsg_handled) < 3 * KMSG_ONE_WAY &&
-	     waited < KMSG_WAIT_MS; waited += 10)
-		msleep(10);
+	     waited < KMSG_WAIT_MS; waited += 20)
+		msleep(20);
 	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_handled), 3 * KMSG_ONE_WAY);
 	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_wrong), 0);
 

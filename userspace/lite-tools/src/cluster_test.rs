@@ -808,13 +808,16 @@ pub(crate) mod tests {
                 };
                 for (why, expected) in [
                     ("needs separate processes on the real kernel", processes),
-                    (kernel_api, 5),
+                    (kernel_api, kernel_api::CASES.len()),
                     ("needs the real kernel's RPC fault injection", corrupt_skips),
                     ("an in-memory model has no device to probe", 1),
                     ("needs the real kernel's keyrings", 3),
                     ("needs a second node to allocate on this one", serving_skips),
                     // Every skip.
-                    ("", 26 + app_skips + corrupt_skips + serving_skips),
+                    (
+                        "",
+                        21 + kernel_api::CASES.len() + app_skips + corrupt_skips + serving_skips,
+                    ),
                 ] {
                     let skipped = output.matches(&format!("# SKIP {why}")).count();
                     assert_eq!(skipped, expected, "{why}: {output}");
