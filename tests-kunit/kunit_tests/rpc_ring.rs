@@ -8,13 +8,20 @@ use kernel::bindings;
 
 kunit_case!(lite_test_rpc_immediates, |c| {
     use crate::internal::rpc::ring_protocol::{
-        next_generation, Imm, MAX_PORTS, RING_ALIGN, RING_SIZE,
+        next_generation, Imm, MAX_PORTS, PORTS, RING_ALIGN, RING_SIZE,
     };
+    // The last application port, and the last kernel handler port above.
+    for port in [MAX_PORTS - 1, PORTS - 1] {
+        let request = Imm::Request {
+            port,
+            offset: RING_SIZE - RING_ALIGN,
+        };
+        check!(c, request.encode().and_then(Imm::decode) == Some(request));
+    }
     let request = Imm::Request {
-        port: MAX_PORTS - 1,
+        port: PORTS - 1,
         offset: RING_SIZE - RING_ALIGN,
     };
-    check!(c, request.encode().and_then(Imm::decode) == Some(request));
     let reply = Imm::Reply {
         slot: 63,
         generation: 0x3fff,
@@ -25,12 +32,12 @@ kunit_case!(lite_test_rpc_immediates, |c| {
         check!(c, false);
         return;
     };
-    check!(c, req >> 30 == 0b10 && rep >> 30 == 0b01);
+    check!(c, req >> 31 == 1 && rep >> 30 == 0b01);
     // Out of range fields are refused, not truncated.
     check!(
         c,
         Imm::Request {
-            port: MAX_PORTS,
+            port: PORTS,
             offset: 0
         }
         .encode()
@@ -66,7 +73,7 @@ kunit_case!(lite_test_rpc_immediates, |c| {
     );
     check!(
         c,
-        Imm::decode(0).is_none() && Imm::decode(0xc000_0000).is_none()
+        Imm::decode(0).is_none() && Imm::decode(0x8000_0000 | (PORTS << 24)).is_none()
     );
     check!(c, next_generation(0x3fff) == 0 && next_generation(5) == 6);
 });

@@ -30,7 +30,7 @@ use super::{
     node_id::NodeId,
     process::Process,
     rpc::{
-        ring_protocol::{MAX_MESSAGE_SIZE, MAX_PORTS},
+        ring_protocol::{KERNEL_MESSAGE_PORTS, MAX_MESSAGE_SIZE, MAX_PORTS},
         Rpc,
     },
 };
@@ -56,8 +56,10 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    /// Every kind, in the order of their ports.
-    pub(crate) const ALL: [Kind; 3] = [Kind::Send, Kind::SendReply, Kind::SendReplyOpt];
+    /// Every kind, in the order of their ports: one for each of the ports
+    /// above the applications'.
+    pub(crate) const ALL: [Kind; KERNEL_MESSAGE_PORTS as usize] =
+        [Kind::Send, Kind::SendReply, Kind::SendReplyOpt];
 
     /// The kind's port: one of those above the applications'.
     pub(crate) const fn port(self) -> u32 {
@@ -121,7 +123,7 @@ pub(crate) struct KernelMessages {
     /// Lock class `lite:kernel_handlers`: see the lock order in
     /// [`crate::internal::core`].
     #[pin]
-    entries: Mutex<[Entry; 3]>,
+    entries: Mutex<[Entry; KERNEL_MESSAGE_PORTS as usize]>,
     /// Signalled when a kind's thread ends.
     #[pin]
     ended: CondVar,
@@ -142,7 +144,7 @@ impl KernelMessages {
                 rpc,
                 process,
                 entries <- new_mutex!(
-                    [Entry::Idle, Entry::Idle, Entry::Idle],
+                    [const { Entry::Idle }; KERNEL_MESSAGE_PORTS as usize],
                     "lite:kernel_handlers"
                 ),
                 ended <- new_condvar!("lite:kernel_handlers_ended"),
