@@ -7,6 +7,7 @@
 
 #include <crypto/hash.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -84,4 +85,40 @@ int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
 		err = crypto_shash_tfm_digest(tfm, data, len, out);
 	crypto_free_shash(tfm);
 	return err;
+}
+
+/*
+ * Kernel message handlers are code of the modules that register them: a
+ * module that goes with handlers registered has them unregistered, and the
+ * one in flight waited for, before its memory is freed.
+ */
+static int lite_module_event(struct notifier_block *nb, unsigned long action,
+			     void *data)
+{
+	if (action == MODULE_STATE_GOING)
+		lite_rs_module_going(data);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block lite_module_notifier = {
+	.notifier_call = lite_module_event,
+};
+
+int lite_watch_modules(void)
+{
+	return register_module_notifier(&lite_module_notifier);
+}
+
+void lite_unwatch_modules(void)
+{
+	unregister_module_notifier(&lite_module_notifier);
+}
+
+bool lite_within_module(unsigned long addr, const struct module *mod)
+{
+#ifdef CONFIG_MODULES
+	return within_module(addr, (struct module *)mod);
+#else
+	return false;
+#endif
 }

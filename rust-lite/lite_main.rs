@@ -45,6 +45,7 @@ module! {
 /// or when `init` fails half-way) undoes them in the order that lets
 /// nothing run LITE's code afterwards.
 struct LiteModule {
+    modules: Option<api::kernel_messages::ModuleWatch>,
     syscalls: Option<api::entry_points::SyscallEntry>,
     debugfs: Option<api::entry_points::DebugfsFiles>,
     client: Option<verbs::IbClient<internal::LiteClient>>,
@@ -54,11 +55,13 @@ impl kernel::Module for LiteModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         sys::kthread::init()?;
         let mut module = LiteModule {
+            modules: None,
             syscalls: None,
             debugfs: None,
             client: None,
         };
         internal::node::Node::init()?;
+        module.modules = Some(api::kernel_messages::ModuleWatch::start()?);
         module.client = Some(verbs::IbClient::register()?);
         module.debugfs = Some(api::entry_points::DebugfsFiles::create());
         module.syscalls = Some(api::entry_points::SyscallEntry::open()?);
@@ -74,6 +77,8 @@ impl Drop for LiteModule {
         // calling LITE's API hold it too, through their symbol references.
         drop(self.syscalls.take());
         drop(self.debugfs.take());
+        // Modules using LITE hold it: none is left to go.
+        drop(self.modules.take());
         if let Ok(node) = internal::node::node() {
             node.shut_down();
         }

@@ -8,7 +8,12 @@
 
 use crate::internal::node_id::NodeId;
 use core::ffi::{c_char, c_int, c_void};
-use kernel::{bindings, error::from_result, prelude::*, sync::Arc};
+use kernel::{
+    bindings,
+    error::{from_result, to_result},
+    prelude::*,
+    sync::Arc,
+};
 
 use super::kernel_api::{kernel_slice, kernel_slice_mut};
 use crate::{
@@ -57,6 +62,10 @@ fn handler_result(ret: c_int) -> Result {
 struct SendHandler(SendHandlerFn);
 
 impl Handler for SendHandler {
+    fn code(&self) -> usize {
+        self.0 as usize
+    }
+
     fn handle(&self, message: &mut [u8], from: NodeId, _answer: &mut dyn Answer) -> Result {
         // SAFETY: The function was registered with
         // `liteapi_reg_send_handler`, whose contract makes it callable with a
@@ -79,6 +88,10 @@ impl Handler for SendHandler {
 struct SendReplyHandler(SendReplyHandlerFn);
 
 impl Handler for SendReplyHandler {
+    fn code(&self) -> usize {
+        self.0 as usize
+    }
+
     fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
         let mut reply = KVVec::from_elem(0u8, MAX_REPLY, GFP_KERNEL)?;
         let mut reply_len = 0u32;
@@ -104,6 +117,10 @@ impl Handler for SendReplyHandler {
 struct SendReplyOptHandler(SendReplyOptHandlerFn);
 
 impl Handler for SendReplyOptHandler {
+    fn code(&self) -> usize {
+        self.0 as usize
+    }
+
     fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
         let mut reply: *mut c_void = core::ptr::null_mut();
         let mut reply_len = 0u32;
@@ -434,4 +451,56 @@ pub(crate) unsafe extern "C" fn liteapi_free_recv_buf(buf: *mut c_void) {
     // `into_raw_parts`, allocated by `kvmalloc`, which `kvfree` frees, and
     // not used again (this function's `# Safety` section).
     unsafe { bindings::kvfree(buf) };
+}
+
+extern "C" {
+    fn lite_watch_modules() -> c_int;
+    fn lite_unwatch_modules();
+    fn lite_within_module(addr: core::ffi::c_ulong, module: *const c_void) -> bool;
+}
+
+/// Watches modules going away, so that the handlers in their code are
+/// unregistered before it is freed.
+///
+/// # Invariants
+///
+/// LITE's module notifier is registered while this object lives.
+pub(crate) struct ModuleWatch(());
+
+impl ModuleWatch {
+    /// Registers LITE's module notifier.
+    pub(crate) fn start() -> Result<Self> {
+        // SAFETY: The notifier it registers only calls
+        // `lite_rs_module_going`, which any going module may run; it is
+        // unregistered before LITE's code goes (`Drop`).
+        to_result(unsafe { lite_watch_modules() })?;
+        Ok(ModuleWatch(()))
+    }
+}
+
+impl Drop for ModuleWatch {
+    fn drop(&mut self) {
+        // SAFETY: The notifier is registered (type invariant), and is
+        // unregistered once, here.
+        unsafe { lite_unwatch_modules() };
+    }
+}
+
+/// LITE's module notifier, for a module that is going: unregisters the
+/// handlers in its code.
+///
+/// # Safety
+///
+/// `module` must be the module going, valid until the call returns.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_module_going(module: *const c_void) {
+    let Ok(cluster) = node().and_then(|node| node.cluster()) else {
+        return;
+    };
+    cluster.kernel_messages.unregister_where(|code| {
+        // SAFETY: `module` is valid until this call returns (this
+        // function's `# Safety` section); `within_module` only compares
+        // addresses.
+        unsafe { lite_within_module(code as core::ffi::c_ulong, module) }
+    });
 }

@@ -911,8 +911,9 @@ typedef int (*lite_send_reply_opt_handler_t)(char *msg, u32 size,
  * Registering replaces the handler registered before. Unregistering fails
  * the messages not yet handled with %-ECONNREFUSED at nobody (one-way
  * messages have no caller) and waits for the handler in flight: no call of
- * it starts or runs once this returns, so a module unregisters its handlers
- * in its exit function.
+ * it starts or runs once this returns. A module that goes with handlers
+ * registered (unloaded, or its init failed) has them unregistered by LITE
+ * before its memory is freed.
  *
  * Context: Process context. Unregistering sleeps until the handler in
  * flight returns.
@@ -1370,6 +1371,13 @@ int lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
 		u32 page_size, u64 iova);
 int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
 		     unsigned int len, u8 *out);
+
+/* Modules going with kernel message handlers registered (lite_helpers.c). */
+struct module;
+int lite_watch_modules(void);
+void lite_unwatch_modules(void);
+bool lite_within_module(unsigned long addr, const struct module *mod);
+void lite_rs_module_going(const struct module *mod);
 
 /* /sys/kernel/debug/lite/ (lite_debugfs.c) and its backends. */
 void lite_debugfs_create(void);

@@ -96,6 +96,9 @@ pub(crate) trait Handler: Send + Sync {
     /// [`KernelMessages::defer_answer`] and answers later; an error fails
     /// the caller with it.
     fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result;
+
+    /// The address of the handler's code, to tell which module holds it.
+    fn code(&self) -> usize;
 }
 
 /// One kind's registry entry.
@@ -238,6 +241,24 @@ impl KernelMessages {
         let _ = self.rpc.unregister_port(self.process.tgid, kind.port());
         self.wait_ended(kind);
         Ok(())
+    }
+
+    /// Unregisters the handlers whose code `in_going_module` says is in a
+    /// module that is going, waiting for those in flight.
+    pub(crate) fn unregister_where(&self, in_going_module: impl Fn(usize) -> bool) {
+        for kind in Kind::ALL {
+            let going = {
+                let entries = self.entries.lock();
+                // PANIC: `Kind::index` is below the number of kinds.
+                match &entries[kind.index()] {
+                    Entry::Serving { handler, .. } => in_going_module(handler.code()),
+                    _ => false,
+                }
+            };
+            if going {
+                let _ = self.unregister(kind);
+            }
+        }
     }
 
     /// Unregisters every handler (the node leaves the cluster).

@@ -8,7 +8,9 @@
  * - locks: creates a lock there, takes and releases it;
  * - RPC: registers port LITE_EXAMPLE_PORT, calls the next node's port and
  *   answers the previous node's call (each reply is the request with every
- *   byte incremented).
+ *   byte incremented);
+ * - kernel messages: registers a send-reply handler, which answers the
+ *   previous node's message in LITE's thread, and calls the next node's.
  *
  * The work happens at load: the load fails, with the first error, unless
  * every step succeeded, and the module prints one line per step.
@@ -16,6 +18,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
@@ -27,6 +30,52 @@
 #define LITE_EXAMPLE_REQUEST	"lite_example request"
 /* How long a node waits for its neighbour's port or call. */
 #define LITE_EXAMPLE_PATIENCE	(60 * HZ)
+
+static bool keep_handler;
+module_param(keep_handler, bool, 0444);
+MODULE_PARM_DESC(keep_handler,
+		 "leave the handler registered at unload, for LITE to remove (tests)");
+
+static DECLARE_COMPLETION(handler_called);
+
+/* Answers with the message, every byte incremented, as the RPC port does. */
+static int example_handler(char *msg, u32 size, char *reply, u32 *reply_size,
+			   int sender_id)
+{
+	u32 i;
+
+	for (i = 0; i < size; i++)
+		reply[i] = msg[i] + 1;
+	*reply_size = size;
+	complete(&handler_called);
+	return 0;
+}
+
+/* Calls the next node's handler and waits for the previous node's call. */
+static int example_messages(unsigned int next)
+{
+	static const char request[] = LITE_EXAMPLE_REQUEST;
+	unsigned long deadline = jiffies + LITE_EXAMPLE_PATIENCE;
+	char *reply;
+	int ret, i;
+
+	reply = kzalloc(LITE_KMSG_MAX_REPLY, GFP_KERNEL);
+	if (!reply)
+		return -ENOMEM;
+	/* The next node registers its handler when it loads this module. */
+	while ((ret = liteapi_send_reply(next, request, sizeof(request), reply)) ==
+	       -ECONNREFUSED && !time_after(jiffies, deadline))
+		msleep(100);
+	for (i = 0; ret == sizeof(request) && i < ret; i++)
+		if (reply[i] != (char)(request[i] + 1))
+			ret = -EPROTO;
+	kfree(reply);
+	if (ret != sizeof(request))
+		return ret < 0 ? ret : -EPROTO;
+	if (!wait_for_completion_timeout(&handler_called, LITE_EXAMPLE_PATIENCE))
+		return -ETIMEDOUT;
+	return 0;
+}
 
 static unsigned int node_after(unsigned int me, unsigned int total)
 {
@@ -160,6 +209,11 @@ static int __init lite_example_init(void)
 					   sizeof(name) - 1);
 	if (ret)
 		return ret;
+	ret = liteapi_reg_send_reply_handler(example_handler);
+	if (ret) {
+		liteapi_unregister_application(LITE_EXAMPLE_PORT);
+		return ret;
+	}
 	ret = example_memory(next, 0x6c697465ULL << 32 | me);
 	pr_info("node %d: memory on node %u: %d\n", me, next, ret);
 	if (!ret) {
@@ -170,12 +224,19 @@ static int __init lite_example_init(void)
 		ret = example_rpc(next);
 		pr_info("node %d: RPC with node %u: %d\n", me, next, ret);
 	}
+	if (!ret) {
+		ret = example_messages(next);
+		pr_info("node %d: kernel messages with node %u: %d\n", me, next, ret);
+	}
 	liteapi_unregister_application(LITE_EXAMPLE_PORT);
+	/* A failed load goes without its exit function: LITE removes the handler. */
 	return ret;
 }
 
 static void __exit lite_example_exit(void)
 {
+	if (!keep_handler)
+		liteapi_reg_send_reply_handler(NULL);
 }
 
 module_init(lite_example_init);
