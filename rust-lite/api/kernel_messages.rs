@@ -151,20 +151,18 @@ impl Handler for SendReplyOptHandler {
 
 /// Registers `handler` for `kind`, or unregisters `kind`'s handler if it is
 /// `None`.
-fn register(kind: Kind, handler: Option<Arc<dyn Handler>>) -> c_int {
+fn register<H: Handler + 'static>(kind: Kind, handler: Option<H>) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
         match handler {
-            Some(handler) => cluster.kernel_messages.register(kind, handler)?,
+            Some(handler) => {
+                let handler: Arc<dyn Handler> = Arc::new(handler, GFP_KERNEL)?;
+                cluster.kernel_messages.register(kind, handler)?
+            }
             None => cluster.kernel_messages.unregister(kind)?,
         }
         Ok(0)
     })
-}
-
-/// Wraps a handler for the registry.
-fn wrapped<H: Handler + 'static>(handler: H) -> Result<Arc<dyn Handler>> {
-    Ok(Arc::new(handler, GFP_KERNEL)?)
 }
 
 /// Registers the handler of one-way kernel messages, or unregisters it
@@ -176,10 +174,7 @@ fn wrapped<H: Handler + 'static>(handler: H) -> Result<Arc<dyn Handler>> {
 /// the call, until it is unregistered (which waits for a call in flight).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_reg_send_handler(handler: Option<SendHandlerFn>) -> c_int {
-    match handler.map(|h| wrapped(SendHandler(h))).transpose() {
-        Ok(handler) => register(Kind::Send, handler),
-        Err(e) => e.to_errno(),
-    }
+    register(Kind::Send, handler.map(SendHandler))
 }
 
 /// Registers the handler of kernel calls answered from LITE's buffer, or
@@ -193,10 +188,7 @@ pub(crate) unsafe extern "C" fn liteapi_reg_send_handler(handler: Option<SendHan
 pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_handler(
     handler: Option<SendReplyHandlerFn>,
 ) -> c_int {
-    match handler.map(|h| wrapped(SendReplyHandler(h))).transpose() {
-        Ok(handler) => register(Kind::SendReply, handler),
-        Err(e) => e.to_errno(),
-    }
+    register(Kind::SendReply, handler.map(SendReplyHandler))
 }
 
 /// Registers the handler of kernel calls answered from the handler's own
@@ -212,10 +204,7 @@ pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_handler(
 pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_opt_handler(
     handler: Option<SendReplyOptHandlerFn>,
 ) -> c_int {
-    match handler.map(|h| wrapped(SendReplyOptHandler(h))).transpose() {
-        Ok(handler) => register(Kind::SendReplyOpt, handler),
-        Err(e) => e.to_errno(),
-    }
+    register(Kind::SendReplyOpt, handler.map(SendReplyOptHandler))
 }
 
 /// Takes the call the calling `send_reply_opt` handler is handling, to be
@@ -239,6 +228,16 @@ fn target(cluster: &Cluster, kind: Kind, priority: Priority) -> Target {
         priority,
     }
     .with_default(&cluster.kernel_process.default_priority)
+}
+
+/// A node id from C.
+fn node_of(raw: c_int) -> Result<NodeId> {
+    Ok(NodeId::new(u32::try_from(raw).map_err(|_| EINVAL)?))
+}
+
+/// A priority from C.
+fn priority_of(raw: c_int) -> Result<Priority> {
+    Priority::from_raw(u32::try_from(raw).map_err(|_| EINVAL)?)
 }
 
 /// A message length from C.
@@ -268,7 +267,7 @@ unsafe fn send_message(
         // unwritten until this call returns (this function's `# Safety`
         // section); the slice is only used in this call.
         let message = unsafe { kernel_slice(addr, length(size)?) }?;
-        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        let node = node_of(node_id)?;
         cluster.rpc.send_one_way(node, &target, message.into())?;
         Ok(0)
     })
@@ -301,10 +300,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_message_priority(
     size: c_int,
     priority: c_int,
 ) -> c_int {
-    let priority = match u32::try_from(priority)
-        .map_err(|_| EINVAL)
-        .and_then(Priority::from_raw)
-    {
+    let priority = match priority_of(priority) {
         Ok(priority) => priority,
         Err(e) => return e.to_errno(),
     };
@@ -362,7 +358,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply(
         // (this function's `# Safety` section); the slice is only used in
         // this call.
         let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
-        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        let node = node_of(node_id)?;
         let reply = cluster
             .rpc
             .call(node, &target, message.into(), MAX_REPLY as u64, ToKernel)?;
@@ -412,13 +408,13 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_opt(
         if output.is_null() {
             return Err(EFAULT);
         }
-        let priority = Priority::from_raw(u32::try_from(priority).map_err(|_| EINVAL)?)?;
+        let priority = priority_of(priority)?;
         let target = target(&cluster, Kind::SendReplyOpt, priority);
         // SAFETY: `msg` points to `size` readable bytes that stay valid and
         // unwritten until this call returns (this function's `# Safety`
         // section); the slice is only used in this call.
         let message = unsafe { kernel_slice(msg, length(size)?) }?;
-        let node = NodeId::new(u32::try_from(node_id).map_err(|_| EINVAL)?);
+        let node = node_of(node_id)?;
         let max_reply = crate::internal::rpc::ring_protocol::MAX_MESSAGE_SIZE;
         let reply = cluster
             .rpc

@@ -169,8 +169,10 @@ impl KernelMessages {
             // PANIC: `Kind::index` is below the number of kinds.
             match &mut entries[kind.index()] {
                 Entry::Serving { handler: old, .. } => {
-                    // Dropped once the lock is released.
-                    let _old = core::mem::replace(old, handler);
+                    let old = core::mem::replace(old, handler);
+                    // Dropped with the lock released.
+                    drop(entries);
+                    drop(old);
                     return Ok(());
                 }
                 Entry::Stopping => return Err(EBUSY),
@@ -234,8 +236,10 @@ impl KernelMessages {
                 }
                 Entry::Serving { .. } => {}
             }
-            // The handler is dropped once the lock is released.
-            let _old = core::mem::replace(entry, Entry::Stopping);
+            let old = core::mem::replace(entry, Entry::Stopping);
+            // The handler is dropped with the lock released.
+            drop(entries);
+            drop(old);
         }
         // Wakes the thread, which ends once it has handled what it took.
         let _ = self.rpc.unregister_port(self.process.tgid, kind.port());
