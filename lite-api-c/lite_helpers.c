@@ -88,6 +88,30 @@ int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
 }
 
 /*
+ * The pieces of atomic kernel messages: struct atomic_struct is declared in
+ * <rdma/lite_api.h> only, so these read, write and allocate them for
+ * LITE's Rust.
+ */
+struct atomic_struct *lite_atomic_pieces(u32 count)
+{
+	return kvmalloc_array(count, sizeof(struct atomic_struct), GFP_KERNEL);
+}
+
+void lite_atomic_piece(const struct atomic_struct *list, u32 i, void **vaddr,
+		       size_t *len)
+{
+	*vaddr = list[i].vaddr;
+	*len = list[i].len;
+}
+
+void lite_set_atomic_piece(struct atomic_struct *list, u32 i, void *vaddr,
+			   size_t len)
+{
+	list[i].vaddr = vaddr;
+	list[i].len = len;
+}
+
+/*
  * Kernel message handlers are code of the modules that register them: a
  * module that goes with handlers registered has them unregistered, and the
  * one in flight waited for, before its memory is freed.

@@ -46,6 +46,8 @@ errno! {
     ECONNRESET,
     /// A message or reply is larger than its destination allows.
     EMSGSIZE,
+    /// A kernel message does not have the layout of its kind.
+    EBADMSG,
     /// The RPC port was unregistered while waiting on it.
     ESHUTDOWN,
     /// The lock was taken, but its last holder's node died (or left)

@@ -112,6 +112,7 @@ LITE_RUST_CASE(control_wire_round_trip)
 LITE_RUST_CASE(cm_wire_round_trip)
 LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(manager_authentication)
+LITE_RUST_CASE(kernel_message_pieces)
 LITE_RUST_CASE(api_before_join)
 LITE_RUST_CASE(memory_api_before_join)
 LITE_RUST_CASE(sync_api_before_join)
@@ -141,8 +142,13 @@ struct kmsg {
 	char text[24];
 };
 
+/* The pieces of an atomic message: KMSG_HEAD, an empty piece and @m. */
+#define KMSG_HEAD "head"
+#define KMSG_PIECES(head, m) { { head, 4 }, { NULL, 0 }, { &(m), sizeof(m) } }
+
 static atomic_t kmsg_handled;
 static atomic_t kmsg_wrong;
+static atomic_t kmsg_replied;
 static struct kmsg kmsg_opt_reply;
 static s64 kmsg_later_descriptor;
 static struct kmsg kmsg_later_reply;
@@ -188,6 +194,38 @@ static int kmsg_on_send_reply(char *msg, u32 size, char *reply,
 		m->text[i] = toupper(m->text[i]);
 	memcpy(reply, m, sizeof(*m));
 	*reply_size = sizeof(*m);
+	atomic_inc(&kmsg_replied);
+	return 0;
+}
+
+static bool kmsg_valid_pieces(struct atomic_struct *list, u32 length,
+			      int sender_id)
+{
+	return length == 3 && list[0].len == 4 && !memcmp(list[0].vaddr, KMSG_HEAD, 4) &&
+	       list[1].len == 0 && kmsg_valid(list[2].vaddr, list[2].len, sender_id);
+}
+
+/* Answers with the pieces, concatenated. */
+static int kmsg_on_atomic_send(struct atomic_struct *list, u32 length,
+			       char *output, u32 *output_size, int sender_id)
+{
+	u32 i;
+
+	if (!kmsg_valid_pieces(list, length, sender_id))
+		return -EINVAL;
+	for (i = 0; i < length; i++) {
+		memcpy(output + *output_size, list[i].vaddr, list[i].len);
+		*output_size += list[i].len;
+	}
+	return 0;
+}
+
+static int kmsg_on_atomic_single_send(struct atomic_struct *list, u32 length,
+				      int sender_id)
+{
+	if (!kmsg_valid_pieces(list, length, sender_id))
+		atomic_inc(&kmsg_wrong);
+	atomic_inc(&kmsg_handled);
 	return 0;
 }
 
@@ -229,6 +267,8 @@ static struct kmsg kmsg_make(u32 seq, const char *text)
 static void kmsg_call_handlers(struct kunit *test, int next)
 {
 	struct kmsg m = kmsg_make(7, "hello"), reply;
+	char head[] = KMSG_HEAD;
+	struct atomic_struct pieces[] = KMSG_PIECES(head, m);
 	char *ack = kunit_kzalloc(test, LITE_KMSG_MAX_REPLY, GFP_KERNEL);
 	void *out = NULL;
 
@@ -244,6 +284,11 @@ static void kmsg_call_handlers(struct kunit *test, int next)
 	KUNIT_EXPECT_STREQ(test, ((struct kmsg *)ack)->text, "DATAGRAM");
 	m = kmsg_make(9, "fail");
 	KUNIT_EXPECT_EQ(test, liteapi_send_reply(next, &m, sizeof(m), ack), -EPERM);
+	m = kmsg_make(40, "atomic");
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_send(next, pieces, 3, ack),
+			(int)(4 + sizeof(m)));
+	KUNIT_EXPECT_MEMEQ(test, ack, KMSG_HEAD, 4);
+	KUNIT_EXPECT_MEMEQ(test, ack + 4, &m, sizeof(m));
 
 	m = kmsg_make(21, "opt");
 	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), &out,
@@ -264,6 +309,9 @@ static void kmsg_call_handlers(struct kunit *test, int next)
 static void kmsg_bad_arguments(struct kunit *test, int next)
 {
 	struct kmsg m = kmsg_make(0, "bad");
+	char head[] = KMSG_HEAD;
+	struct atomic_struct pieces[] = KMSG_PIECES(head, m);
+	char *ack = kunit_kzalloc(test, LITE_KMSG_MAX_REPLY, GFP_KERNEL);
 
 	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, NULL, 8), -EFAULT);
 	KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, 0), -EINVAL);
@@ -280,6 +328,63 @@ static void kmsg_bad_arguments(struct kunit *test, int next)
 	KUNIT_EXPECT_EQ(test, liteapi_send_reply_opt(next, &m, sizeof(m), NULL, 0),
 			-EFAULT);
 	KUNIT_EXPECT_EQ(test, liteapi_defer_reply(), -EINVAL);
+	KUNIT_ASSERT_NOT_NULL(test, ack);
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_send(next, NULL, 1, ack), -EFAULT);
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_send(next, pieces, 0, ack), -EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_send(next, pieces, -1, ack), -EINVAL);
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_send(next, pieces, 3, NULL), -EFAULT);
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_single_send(next, pieces, 70000),
+			-EINVAL);
+	pieces[0].vaddr = NULL;
+	KUNIT_EXPECT_EQ(test, liteapi_atomic_single_send(next, pieces, 3), -EFAULT);
+}
+
+/* Unregistering while calls arrive: see kmsg_unregister_during_traffic(). */
+static int kmsg_unregistered;
+static int kmsg_replied_at_unregister;
+
+static void kmsg_unregister(struct work_struct *work)
+{
+	kmsg_unregistered = liteapi_reg_send_reply_handler(NULL);
+	kmsg_replied_at_unregister = atomic_read(&kmsg_replied);
+}
+
+static DECLARE_DELAYED_WORK(kmsg_unregister_work, kmsg_unregister);
+
+/* How long the calls may go on before the next node's handler is gone. */
+#define KMSG_TRAFFIC_MS	20000
+
+/*
+ * Each node calls the next one's send-reply handler without pause while a
+ * work item unregisters its own: every call is answered until the calls
+ * are refused, none fails otherwise, and no handler runs once unregistering
+ * has returned.
+ */
+static void kmsg_unregister_during_traffic(struct kunit *test, int next,
+					   int total)
+{
+	char *ack = kunit_kzalloc(test, LITE_KMSG_MAX_REPLY, GFP_KERNEL);
+	unsigned long deadline = jiffies + msecs_to_jiffies(KMSG_TRAFFIC_MS);
+	int answered = 0, ret;
+	struct kmsg m;
+
+	KUNIT_ASSERT_NOT_NULL(test, ack);
+	kmsg_unregistered = 1;
+	schedule_delayed_work(&kmsg_unregister_work, msecs_to_jiffies(50));
+	do {
+		m = kmsg_make(answered, "traffic");
+		ret = liteapi_send_reply(next, &m, sizeof(m), ack);
+		if (ret == sizeof(m))
+			answered++;
+	} while (ret == sizeof(m) && time_before(jiffies, deadline));
+	KUNIT_EXPECT_EQ(test, ret, -ECONNREFUSED);
+	KUNIT_EXPECT_GT(test, answered, 0);
+	flush_delayed_work(&kmsg_unregister_work);
+	KUNIT_EXPECT_EQ(test, kmsg_unregistered, 0);
+	/* Every node is done calling. */
+	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_replied),
+			kmsg_replied_at_unregister);
 }
 
 static void kernel_messages(struct kunit *test)
@@ -293,6 +398,7 @@ static void kernel_messages(struct kunit *test)
 		kunit_skip(test, "needs a joined cluster of 2+ nodes");
 	atomic_set(&kmsg_handled, 0);
 	atomic_set(&kmsg_wrong, 0);
+	atomic_set(&kmsg_replied, 0);
 	KUNIT_EXPECT_EQ(test, liteapi_reg_send_handler(NULL), -ENOENT);
 	KUNIT_ASSERT_EQ(test, liteapi_reg_send_handler(kmsg_on_send), 0);
 	/* Registering again replaces the handler. */
@@ -300,10 +406,18 @@ static void kernel_messages(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, liteapi_reg_send_reply_handler(kmsg_on_send_reply), 0);
 	KUNIT_ASSERT_EQ(test,
 			liteapi_reg_send_reply_opt_handler(kmsg_on_send_reply_opt), 0);
+	KUNIT_ASSERT_EQ(test, liteapi_reg_atomic_send_handler(kmsg_on_atomic_send), 0);
+	KUNIT_ASSERT_EQ(test,
+			liteapi_reg_atomic_single_send_handler(kmsg_on_atomic_single_send),
+			0);
 	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
 
 	for (i = 0; i < KMSG_ONE_WAY; i++) {
+		char head[] = KMSG_HEAD;
+		struct atomic_struct pieces[] = KMSG_PIECES(head, m);
+
 		m = kmsg_make(i, "one way");
+		KUNIT_EXPECT_EQ(test, liteapi_atomic_single_send(next, pieces, 3), 0);
 		KUNIT_EXPECT_EQ(test, liteapi_send_message(next, &m, sizeof(m)), 0);
 		KUNIT_EXPECT_EQ(test, liteapi_send_message_priority(next, &m, sizeof(m),
 								    LITE_PRIORITY_LOW), 0);
@@ -311,17 +425,20 @@ static void kernel_messages(struct kunit *test)
 	}
 	kmsg_call_handlers(test, next);
 	kmsg_bad_arguments(test, next);
-	for (waited = 0; atomic_read(&kmsg_handled) < 3 * KMSG_ONE_WAY &&
+	for (waited = 0; atomic_read(&kmsg_handled) < 4 * KMSG_ONE_WAY &&
 	     waited < KMSG_WAIT_MS; waited += 20)
 		msleep(20);
-	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_handled), 3 * KMSG_ONE_WAY);
+	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_handled), 4 * KMSG_ONE_WAY);
 	KUNIT_EXPECT_EQ(test, atomic_read(&kmsg_wrong), 0);
 
 	/* Every node is done sending before the handlers go. */
 	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
 	flush_delayed_work(&kmsg_later_work);
+	kmsg_unregister_during_traffic(test, next, total);
 	KUNIT_EXPECT_EQ(test, liteapi_reg_send_handler(NULL), 0);
-	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_handler(NULL), 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_handler(NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_atomic_send_handler(NULL), 0);
+	KUNIT_EXPECT_EQ(test, liteapi_reg_atomic_single_send_handler(NULL), 0);
 	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_opt_handler(NULL), 0);
 	KUNIT_EXPECT_EQ(test, liteapi_reg_send_reply_opt_handler(NULL), -ENOENT);
 	KUNIT_ASSERT_EQ(test, liteapi_dist_barrier(total), 0);
@@ -337,6 +454,7 @@ static struct kunit_case lite_wire_cases[] = {
 	KUNIT_CASE(cm_wire_round_trip),
 	KUNIT_CASE(cm_wire_rejects_bad_frames),
 	KUNIT_CASE(manager_authentication),
+	KUNIT_CASE(kernel_message_pieces),
 	{}
 };
 

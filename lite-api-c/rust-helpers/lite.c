@@ -64,6 +64,11 @@ void rust_helper_cond_resched(void)
 	cond_resched();
 }
 
+void rust_helper_might_sleep(void)
+{
+	might_sleep();
+}
+
 bool rust_helper_rdma_protocol_roce(const struct ib_device *device, u32 port_num)
 {
 	return rdma_protocol_roce(device, port_num);

@@ -7,7 +7,11 @@
 //! the handlers' ports ([`crate::internal::kernel_messages`]).
 
 use crate::internal::node_id::NodeId;
-use core::ffi::{c_char, c_int, c_void};
+use core::{
+    ffi::{c_char, c_int, c_void},
+    marker::PhantomData,
+    ptr::NonNull,
+};
 use kernel::{
     bindings,
     error::{from_result, to_result},
@@ -20,10 +24,10 @@ use crate::{
     errno,
     internal::{
         cluster::Cluster,
-        kernel_messages::{Answer, Handler, Kind, MAX_REPLY},
+        kernel_messages::{pieces, Answer, Handler, Kind, MAX_REPLY},
         node::node,
         qos::priority::Priority,
-        rpc::{payload::ToKernel, Target},
+        rpc::{payload::ToKernel, ring_protocol::MAX_MESSAGE_SIZE, Target},
     },
 };
 
@@ -42,6 +46,24 @@ pub(crate) type SendReplyHandlerFn =
 /// length to set and the sender's node id.
 pub(crate) type SendReplyOptHandlerFn =
     unsafe extern "C" fn(*mut c_char, u32, *mut *mut c_void, *mut u32, c_int) -> c_int;
+
+/// One piece of an atomic kernel message, `struct atomic_struct`; its
+/// fields are read and written by LITE's C helpers, which know its layout.
+#[repr(C)]
+pub(crate) struct AtomicPiece {
+    _opaque: [u8; 0],
+}
+
+/// `liteapi_reg_atomic_send_handler`'s handler: the pieces, their number,
+/// the reply buffer (`LITE_KMSG_MAX_REPLY` bytes), the reply's length to
+/// set and the sender's node id.
+pub(crate) type AtomicSendHandlerFn =
+    unsafe extern "C" fn(*mut AtomicPiece, u32, *mut c_char, *mut u32, c_int) -> c_int;
+
+/// `liteapi_reg_atomic_single_send_handler`'s handler: the pieces, their
+/// number and the sender's node id.
+pub(crate) type AtomicSingleSendHandlerFn =
+    unsafe extern "C" fn(*mut AtomicPiece, u32, c_int) -> c_int;
 
 /// What an opt handler returns when it keeps the call for
 /// `liteapi_reply_message` (`LITE_KMSG_REPLY_LATER`).
@@ -93,24 +115,35 @@ impl Handler for SendReplyHandler {
     }
 
     fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
-        let mut reply = KVVec::from_elem(0u8, MAX_REPLY, GFP_KERNEL)?;
-        let mut reply_len = 0u32;
-        // SAFETY: As for `SendHandler`, with `liteapi_reg_send_reply_handler`'s
-        // contract: the reply buffer has `MAX_REPLY` writable bytes and
-        // `reply_len` is a writable `u32`, both valid for the call.
-        let ret = unsafe {
-            (self.0)(
-                message.as_mut_ptr().cast(),
-                message.len() as u32,
-                reply.as_mut_ptr().cast(),
-                &mut reply_len,
-                from.get() as c_int,
-            )
-        };
-        handler_result(ret)?;
-        let reply = reply.get(..reply_len as usize).ok_or(errno::EMSGSIZE())?;
-        answer.reply(reply)
+        answer_from_buffer(answer, |reply, reply_len| {
+            // SAFETY: As for `SendHandler`, with
+            // `liteapi_reg_send_reply_handler`'s contract: `reply` has
+            // `MAX_REPLY` writable bytes and `reply_len` is a writable
+            // `u32`, both valid for the call.
+            unsafe {
+                (self.0)(
+                    message.as_mut_ptr().cast(),
+                    message.len() as u32,
+                    reply,
+                    reply_len,
+                    from.get() as c_int,
+                )
+            }
+        })
     }
+}
+
+/// Runs `handler` with a reply buffer of `MAX_REPLY` bytes and the reply's
+/// length, then sends the caller what it wrote there.
+fn answer_from_buffer(
+    answer: &mut dyn Answer,
+    handler: impl FnOnce(*mut c_char, *mut u32) -> c_int,
+) -> Result {
+    let mut reply = KVVec::from_elem(0u8, MAX_REPLY, GFP_KERNEL)?;
+    let mut reply_len = 0u32;
+    handler_result(handler(reply.as_mut_ptr().cast(), &mut reply_len))?;
+    let reply = reply.get(..reply_len as usize).ok_or(errno::EMSGSIZE())?;
+    answer.reply(reply)
 }
 
 /// A `send_reply_opt` handler from C.
@@ -146,6 +179,95 @@ impl Handler for SendReplyOptHandler {
         // the handler's next call, or a null pointer with a length of 0.
         let reply = unsafe { kernel_slice(reply, u64::from(reply_len)) }?;
         answer.reply(reply)
+    }
+}
+
+/// The pieces of a received atomic message, as the C handlers take them.
+///
+/// # Invariants
+///
+/// `list` is an array of `count` pieces from `lite_atomic_pieces`, owned by
+/// this object, each set to a range of the message it was built from.
+struct PieceList<'a> {
+    list: NonNull<AtomicPiece>,
+    count: u32,
+    _message: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> PieceList<'a> {
+    /// The pieces of `message`, laid out as [`pieces`] says.
+    fn new(message: &'a mut [u8]) -> Result<Self> {
+        let ranges = pieces::ranges(message)?;
+        let count = u32::try_from(ranges.len()).map_err(|_| EINVAL)?;
+        // SAFETY: `lite_atomic_pieces` only allocates.
+        let list = NonNull::new(unsafe { lite_atomic_pieces(count) }).ok_or(ENOMEM)?;
+        for (i, range) in (0..count).zip(ranges.iter()) {
+            let piece = message.get_mut(range.clone()).ok_or(EINVAL)?;
+            // SAFETY: `list` holds `count` pieces and `i < count`; the piece
+            // points into `message`, which outlives the list (`'a`).
+            unsafe {
+                lite_set_atomic_piece(list.as_ptr(), i, piece.as_mut_ptr().cast(), piece.len())
+            };
+        }
+        // INVARIANT: `list` was allocated above for `count` pieces, each set
+        // to a range of `message`.
+        Ok(PieceList {
+            list,
+            count,
+            _message: PhantomData,
+        })
+    }
+}
+
+impl Drop for PieceList<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `list` is from `lite_atomic_pieces`, a `kvmalloc`
+        // allocation owned by this object (type invariant), freed once here.
+        unsafe { bindings::kvfree(self.list.as_ptr().cast()) };
+    }
+}
+
+/// An `atomic_send` handler from C.
+struct AtomicSendHandler(AtomicSendHandlerFn);
+
+impl Handler for AtomicSendHandler {
+    fn code(&self) -> usize {
+        self.0 as usize
+    }
+
+    fn handle(&self, message: &mut [u8], from: NodeId, answer: &mut dyn Answer) -> Result {
+        let pieces = PieceList::new(message)?;
+        answer_from_buffer(answer, |reply, reply_len| {
+            // SAFETY: As for `SendReplyHandler`, with
+            // `liteapi_reg_atomic_send_handler`'s contract: `pieces.list`
+            // holds `pieces.count` pieces of the message, valid for the call.
+            unsafe {
+                (self.0)(
+                    pieces.list.as_ptr(),
+                    pieces.count,
+                    reply,
+                    reply_len,
+                    from.get() as c_int,
+                )
+            }
+        })
+    }
+}
+
+/// An `atomic_single_send` handler from C.
+struct AtomicSingleSendHandler(AtomicSingleSendHandlerFn);
+
+impl Handler for AtomicSingleSendHandler {
+    fn code(&self) -> usize {
+        self.0 as usize
+    }
+
+    fn handle(&self, message: &mut [u8], from: NodeId, _answer: &mut dyn Answer) -> Result {
+        let pieces = PieceList::new(message)?;
+        // SAFETY: As for `AtomicSendHandler`, with
+        // `liteapi_reg_atomic_single_send_handler`'s contract.
+        let ret = unsafe { (self.0)(pieces.list.as_ptr(), pieces.count, from.get() as c_int) };
+        handler_result(ret)
     }
 }
 
@@ -205,6 +327,33 @@ pub(crate) unsafe extern "C" fn liteapi_reg_send_reply_opt_handler(
     handler: Option<SendReplyOptHandlerFn>,
 ) -> c_int {
     register(Kind::SendReplyOpt, handler.map(SendReplyOptHandler))
+}
+
+/// Registers the handler of atomic kernel calls, or unregisters it (null).
+///
+/// # Safety
+///
+/// As for [`liteapi_reg_send_reply_handler`], with the message as a list
+/// of pieces valid for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reg_atomic_send_handler(
+    handler: Option<AtomicSendHandlerFn>,
+) -> c_int {
+    register(Kind::AtomicSend, handler.map(AtomicSendHandler))
+}
+
+/// Registers the handler of one-way atomic kernel messages, or unregisters
+/// it (null).
+///
+/// # Safety
+///
+/// As for [`liteapi_reg_send_handler`], with the message as a list of
+/// pieces valid for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reg_atomic_single_send_handler(
+    handler: Option<AtomicSingleSendHandlerFn>,
+) -> c_int {
+    register(Kind::AtomicSingleSend, handler.map(AtomicSingleSendHandler))
 }
 
 /// Takes the call the calling `send_reply_opt` handler is handling, to be
@@ -415,10 +564,9 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_opt(
         // section); the slice is only used in this call.
         let message = unsafe { kernel_slice(msg, length(size)?) }?;
         let node = node_of(node_id)?;
-        let max_reply = crate::internal::rpc::ring_protocol::MAX_MESSAGE_SIZE;
         let reply = cluster
             .rpc
-            .call(node, &target, message.into(), max_reply, ToKernel)?;
+            .call(node, &target, message.into(), MAX_MESSAGE_SIZE, ToKernel)?;
         let len = reply.len() as c_int;
         let (buffer, _, capacity) = reply.into_raw_parts();
         // An empty reply owns no memory to hand over.
@@ -432,6 +580,115 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_opt(
         // `# Safety` section).
         unsafe { output.write(buffer) };
         Ok(len)
+    })
+}
+
+/// Gathers `length` pieces of `list` into one atomic message.
+///
+/// # Safety
+///
+/// `list` must be null or point to `length` pieces, each pointing to as
+/// many readable bytes as it says (one buffer), all valid and unwritten
+/// until the call returns.
+unsafe fn gather(list: *const AtomicPiece, length: c_int) -> Result<KVVec<u8>> {
+    if list.is_null() {
+        return Err(EFAULT);
+    }
+    let max = MAX_MESSAGE_SIZE as usize;
+    let count = u32::try_from(length).map_err(|_| EINVAL)?;
+    // Each piece takes a length field: more cannot fit a message.
+    if count == 0 || count as usize > max / 4 {
+        return Err(EINVAL);
+    }
+    let mut parts = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+    for i in 0..count {
+        let mut at: *mut c_void = core::ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: `list` points to `length` pieces (this function's
+        // `# Safety` section) and `i < length`.
+        unsafe { lite_atomic_piece(list, i, &mut at, &mut len) };
+        // SAFETY: The piece points to `len` readable bytes, valid and
+        // unwritten until the call returns (this function's `# Safety`
+        // section); the slice is only used in this call.
+        parts.push(unsafe { kernel_slice(at, len as u64) }?, GFP_KERNEL)?;
+    }
+    let mut lengths = KVec::with_capacity(parts.len(), GFP_KERNEL)?;
+    for part in parts.iter() {
+        lengths.push(part.len(), GFP_KERNEL)?;
+    }
+    let len = pieces::message_len(lengths.iter().copied(), max)?;
+    let mut message = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+    let mut rest = pieces::put_header(&lengths, &mut message)?;
+    for part in parts.iter() {
+        // PANIC: `message` is the header plus the parts' lengths
+        // (`message_len`), and `rest` what follows the header.
+        let (into, after) = rest.split_at_mut(part.len());
+        into.copy_from_slice(part);
+        rest = after;
+    }
+    Ok(message)
+}
+
+/// Calls the atomic send handler of `node_id` with the `length` pieces of
+/// `list` as one message; the reply goes to `ack_msg`, which has room for
+/// `LITE_KMSG_MAX_REPLY` bytes. Returns the reply's length.
+///
+/// # Safety
+///
+/// As for [`gather`], and `ack_msg` must point to `LITE_KMSG_MAX_REPLY`
+/// writable bytes (one buffer, not overlapping the pieces) that nothing
+/// else reads or writes until the call returns.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_atomic_send(
+    node_id: c_int,
+    list: *const AtomicPiece,
+    length: c_int,
+    ack_msg: *mut c_void,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = target(&cluster, Kind::AtomicSend, Priority::None);
+        // SAFETY: As this function's `# Safety` section requires.
+        let message = unsafe { gather(list, length) }?;
+        // SAFETY: As in `liteapi_send_reply`.
+        let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
+        let node = node_of(node_id)?;
+        let reply = cluster.rpc.call(
+            node,
+            &target,
+            (&message[..]).into(),
+            MAX_REPLY as u64,
+            ToKernel,
+        )?;
+        out.get_mut(..reply.len())
+            .ok_or(errno::EMSGSIZE())?
+            .copy_from_slice(&reply);
+        Ok(reply.len() as c_int)
+    })
+}
+
+/// Sends the `length` pieces of `list` as one message to the atomic
+/// single-send handler of `node_id`.
+///
+/// # Safety
+///
+/// As for [`gather`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_atomic_single_send(
+    node_id: c_int,
+    list: *const AtomicPiece,
+    length: c_int,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = target(&cluster, Kind::AtomicSingleSend, Priority::None);
+        // SAFETY: As this function's `# Safety` section requires.
+        let message = unsafe { gather(list, length) }?;
+        let node = node_of(node_id)?;
+        cluster
+            .rpc
+            .send_one_way(node, &target, (&message[..]).into())?;
+        Ok(0)
     })
 }
 
@@ -450,6 +707,14 @@ pub(crate) unsafe extern "C" fn liteapi_free_recv_buf(buf: *mut c_void) {
 }
 
 extern "C" {
+    fn lite_atomic_pieces(count: u32) -> *mut AtomicPiece;
+    fn lite_atomic_piece(
+        list: *const AtomicPiece,
+        i: u32,
+        vaddr: *mut *mut c_void,
+        len: *mut usize,
+    );
+    fn lite_set_atomic_piece(list: *mut AtomicPiece, i: u32, vaddr: *mut c_void, len: usize);
     fn lite_watch_modules() -> c_int;
     fn lite_unwatch_modules();
     fn lite_within_module(addr: core::ffi::c_ulong, module: *const c_void) -> bool;

@@ -20,6 +20,26 @@ pub(crate) fn cond_resched() {
     unsafe { bindings::cond_resched() };
 }
 
+/// Says that the caller may sleep: with `CONFIG_DEBUG_ATOMIC_SLEEP`, the
+/// kernel warns when it is reached in atomic context.
+pub(crate) fn might_sleep() {
+    // SAFETY: `might_sleep` only checks (and may report) the calling
+    // context; it has no memory-safety requirements.
+    unsafe { bindings::might_sleep() };
+}
+
+/// Says that the calling task holds no lock: with lockdep, the kernel
+/// reports the locks it holds if it does.
+pub(crate) fn assert_no_locks_held() {
+    // Without lockdep the check is an empty inline function.
+    #[cfg(CONFIG_LOCKDEP)]
+    // SAFETY: `debug_check_no_locks_held` only reads the calling task's
+    // lockdep state; it has no memory-safety requirements.
+    unsafe {
+        bindings::debug_check_no_locks_held()
+    };
+}
+
 /// Sleeps for about `ms` milliseconds; signals do not end the sleep.
 ///
 /// Must be called from process context without spinlocks held.

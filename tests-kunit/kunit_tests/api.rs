@@ -233,6 +233,20 @@ fn kernel_messages_before_join() -> Result<(), &'static str> {
                 "send_reply_opt",
                 liteapi_send_reply_opt(2, msg, 8, &mut out, 0),
             ),
+            ("reg_atomic_send", liteapi_reg_atomic_send_handler(None)),
+            (
+                "reg_atomic_single_send",
+                liteapi_reg_atomic_single_send_handler(None),
+            ),
+            // The membership is checked before the pieces are read.
+            (
+                "atomic_send",
+                liteapi_atomic_send(2, core::ptr::null(), 1, reply.as_mut_ptr().cast()),
+            ),
+            (
+                "atomic_single_send",
+                liteapi_atomic_single_send(2, core::ptr::null(), 1),
+            ),
         ]
     };
     // SAFETY: Null is a valid argument.

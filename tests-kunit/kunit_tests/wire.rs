@@ -11,6 +11,7 @@ use crate::internal::cm_wire::{
     self, Endpoint, Header, Hello, Kind, Message, Resume, WireError, HEADER_LEN, MAX_FRAME_LEN,
 };
 use crate::internal::core::wire::{Frame, Status, MESSAGE_LEN};
+use crate::internal::kernel_messages::pieces;
 use crate::internal::locks::wire::LockMessage;
 use crate::internal::memory::chunk::{CHUNK_SIZE, MAX_LMR_SIZE};
 use crate::internal::memory::ops_wire::MemoryOpMessage;
@@ -20,7 +21,7 @@ use crate::internal::rpc::wire::RpcMessage;
 use crate::internal::sharing::wire::SharingMessage;
 use crate::sys::secret::hmac_sha256;
 use kernel::bindings;
-use kernel::error::code::{ENOENT, ENOMEM};
+use kernel::error::code::{EINVAL, ENOENT, ENOMEM};
 
 kunit_case!(lite_test_control_wire_round_trip, |c| {
     macro_rules! round_trip {
@@ -412,6 +413,50 @@ kunit_case!(lite_test_cm_wire_rejects_bad_frames, |c| {
         Message::decode(short, &[0u8; 4]) == Err(WireError::Truncated)
     );
     check!(c, cm_wire::MAGIC == u32::from_le_bytes(*b"LITE"));
+});
+
+kunit_case!(lite_test_kernel_message_pieces, |c| {
+    let parts: [&[u8]; 3] = [b"head", b"", b"tail!"];
+    let lengths = parts.map(<[u8]>::len);
+    let Ok(len) = pieces::message_len(lengths.iter().copied(), 64) else {
+        check!(c, false);
+        return;
+    };
+    check!(c, len == 4 + 3 * 4 + 9);
+    let mut message = [0u8; 25];
+    let Ok(rest) = pieces::put_header(&lengths, &mut message) else {
+        check!(c, false);
+        return;
+    };
+    check!(c, rest.len() == 9);
+    rest[..4].copy_from_slice(parts[0]);
+    rest[4..].copy_from_slice(parts[2]);
+    let ranges = pieces::ranges(&message);
+    check!(
+        c,
+        ranges.as_ref().is_ok_and(|r| r.len() == 3
+            && parts
+                .iter()
+                .zip(r.iter())
+                .all(|(p, r)| message[r.clone()] == **p))
+    );
+    // No piece, a message too long, and every way the bytes can disagree
+    // with the header.
+    check!(c, pieces::message_len([].into_iter(), 64) == Err(EINVAL));
+    check!(
+        c,
+        pieces::message_len(lengths.iter().copied(), len - 1) == Err(EINVAL)
+    );
+    let bad = errno::EBADMSG();
+    check!(c, pieces::ranges(&message[..24]).err() == Some(bad));
+    check!(c, pieces::ranges(&[0u8; 8]).err() == Some(bad));
+    check!(
+        c,
+        pieces::ranges(&[9, 0, 0, 0, 1, 0, 0, 0]).err() == Some(bad)
+    );
+    let mut longer = [0u8; 26];
+    longer[..25].copy_from_slice(&message);
+    check!(c, pieces::ranges(&longer).err() == Some(bad));
 });
 
 kunit_case!(lite_test_manager_authentication, |c| {

@@ -842,14 +842,15 @@ int liteapi_send_reply_imm_multicast(unsigned int count,
 
 /*
  * Kernel messages to handlers, the original LITE's messaging family. Each
- * kind of handler (send, send-reply, send-reply-opt) has one handler per
- * node, registered by any kernel caller. A message travels as an RPC call
- * to a port of the handler's kind, above the applications' ports, so it
- * has the calls' flow control (a sender waits for room; nothing is
+ * kind of handler (send, send-reply, send-reply-opt, atomic send, atomic
+ * single send) has one handler per node, registered by any kernel caller.
+ * A message travels as an RPC call to a port of the handler's kind, above
+ * the applications' ports, so it has the calls' flow control (a sender waits for room; nothing is
  * dropped), QoS priorities and quotas. Handlers run one at a time per
- * kind, in process context, in a kernel thread of LITE's with none of
- * LITE's locks held: they may sleep and call LITE. Handlers last until
- * they are unregistered or the node leaves the cluster.
+ * kind, in process context, in a kernel thread of LITE's with no lock held:
+ * they may sleep and call LITE, and must return holding no lock (lockdep
+ * and might_sleep() check both). Handlers last until they are unregistered
+ * or the node leaves the cluster.
  */
 
 /* The largest reply of a send-reply handler: liteapi_send_reply()'s room. */
@@ -1096,6 +1097,108 @@ int liteapi_send_reply_opt(int node, const void *msg, int size, void **output,
  * Context: Any context kvfree() may run in.
  */
 void liteapi_free_recv_buf(void *buf);
+
+/**
+ * struct atomic_struct - one piece of an atomic kernel message
+ * @vaddr: the piece's bytes
+ * @len: their length
+ *
+ * The pieces of a liteapi_atomic_send() travel as one message: the handler
+ * gets all of them, in order, or none, and no other message comes between
+ * them.
+ */
+struct atomic_struct {
+	void *vaddr;
+	size_t len;
+};
+
+/**
+ * typedef lite_atomic_send_handler_t - handler of atomic kernel calls
+ * @input_list: the pieces, pointing into the message; the handler may
+ *	change their bytes, until it returns
+ * @length: their number
+ * @output_buf: room for %LITE_KMSG_MAX_REPLY bytes of reply
+ * @output_size: out: the reply's length (0 when the handler starts)
+ * @sender_id: the calling node
+ *
+ * Return: as &typedef lite_send_reply_handler_t.
+ */
+typedef int (*lite_atomic_send_handler_t)(struct atomic_struct *input_list,
+					  u32 length, char *output_buf,
+					  u32 *output_size, int sender_id);
+
+/**
+ * typedef lite_atomic_single_send_handler_t - handler of one-way atomic
+ *	kernel messages
+ * @input_list: the pieces, pointing into the message
+ * @length: their number
+ * @sender_id: the sending node
+ *
+ * Return: as &typedef lite_send_handler_t.
+ */
+typedef int (*lite_atomic_single_send_handler_t)(struct atomic_struct *input_list,
+						 u32 length, int sender_id);
+
+/**
+ * liteapi_reg_atomic_send_handler() - register the handler of atomic
+ *	kernel calls
+ * @handler: the handler, or %NULL to unregister it
+ *
+ * As liteapi_reg_send_reply_handler().
+ *
+ * Context: Process context. Unregistering sleeps until the handler in
+ * flight returns.
+ * Return: as liteapi_reg_send_handler().
+ */
+int liteapi_reg_atomic_send_handler(lite_atomic_send_handler_t handler);
+
+/**
+ * liteapi_reg_atomic_single_send_handler() - register the handler of
+ *	one-way atomic kernel messages
+ * @handler: the handler, or %NULL to unregister it
+ *
+ * As liteapi_reg_send_handler().
+ *
+ * Context: Process context. Unregistering sleeps until the handler in
+ * flight returns.
+ * Return: as liteapi_reg_send_handler().
+ */
+int liteapi_reg_atomic_single_send_handler(lite_atomic_single_send_handler_t handler);
+
+/**
+ * liteapi_atomic_send() - call a node's atomic send handler with pieces
+ *	gathered into one message
+ * @node: the node (this node included)
+ * @input_list: the pieces; empty pieces are allowed
+ * @length: their number, at least 1; the pieces and a 4-byte length for
+ *	each, plus 4, must fit %LITE_MAX_MESSAGE_SIZE
+ * @output_msg: room for %LITE_KMSG_MAX_REPLY bytes of reply
+ *
+ * The original LITE received these messages but exported no function to
+ * send them; this one has the original's sender's name and arguments.
+ *
+ * Context: Process context. Sleeps until the reply arrives, for at most
+ * %LITE_RPC_TIMEOUT_MS.
+ * Return: the reply's length, or the errors of liteapi_send_reply();
+ * %-EFAULT also for a %NULL @input_list or piece, %-EINVAL also for a bad
+ * @length, %-EBADMSG if the message reached the handler malformed.
+ */
+int liteapi_atomic_send(int node, const struct atomic_struct *input_list,
+			int length, void *output_msg);
+
+/**
+ * liteapi_atomic_single_send() - send pieces gathered into one one-way
+ *	message to a node's atomic single-send handler
+ * @node: the node (this node included)
+ * @input_list: the pieces
+ * @length: their number, as for liteapi_atomic_send()
+ *
+ * Context: Process context. May sleep while the node's ring is full.
+ * Return: as liteapi_send_message(); %-EFAULT also for a %NULL @input_list
+ * or piece, %-EINVAL also for a bad @length.
+ */
+int liteapi_atomic_single_send(int node, const struct atomic_struct *input_list,
+			       int length);
 
 /**
  * liteapi_dist_barrier() - wait for other nodes at a barrier
@@ -1371,6 +1474,13 @@ int lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
 		u32 page_size, u64 iova);
 int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
 		     unsigned int len, u8 *out);
+
+/* The pieces of atomic kernel messages (lite_helpers.c). */
+struct atomic_struct *lite_atomic_pieces(u32 count);
+void lite_atomic_piece(const struct atomic_struct *list, u32 i, void **vaddr,
+		       size_t *len);
+void lite_set_atomic_piece(struct atomic_struct *list, u32 i, void *vaddr,
+			   size_t len);
 
 /* Modules going with kernel message handlers registered (lite_helpers.c). */
 struct module;

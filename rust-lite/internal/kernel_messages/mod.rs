@@ -36,8 +36,13 @@ use super::{
 };
 use crate::{
     errno,
-    sys::{kthread, sched::current_pid},
+    sys::{
+        kthread,
+        sched::{assert_no_locks_held, current_pid, might_sleep},
+    },
 };
+
+pub(crate) mod pieces;
 
 /// The largest answer of a `send_reply` handler (`LITE_KMSG_MAX_REPLY`):
 /// the room a `liteapi_send_reply` caller's buffer must have.
@@ -53,13 +58,23 @@ pub(crate) enum Kind {
     /// Calls answered from the handler's own buffer, at once or later
     /// (`liteapi_send_reply_opt`).
     SendReplyOpt,
+    /// Calls of several pieces, answered from a buffer LITE provides
+    /// (`liteapi_atomic_send`, layout in [`pieces`]).
+    AtomicSend,
+    /// One-way messages of several pieces (`liteapi_atomic_single_send`).
+    AtomicSingleSend,
 }
 
 impl Kind {
     /// Every kind, in the order of their ports: one for each of the ports
     /// above the applications'.
-    pub(crate) const ALL: [Kind; KERNEL_MESSAGE_PORTS as usize] =
-        [Kind::Send, Kind::SendReply, Kind::SendReplyOpt];
+    pub(crate) const ALL: [Kind; KERNEL_MESSAGE_PORTS as usize] = [
+        Kind::Send,
+        Kind::SendReply,
+        Kind::SendReplyOpt,
+        Kind::AtomicSend,
+        Kind::AtomicSingleSend,
+    ];
 
     /// The kind's port: one of those above the applications'.
     pub(crate) const fn port(self) -> u32 {
@@ -72,6 +87,8 @@ impl Kind {
             Kind::Send => c_str!("lite_kmsg_send"),
             Kind::SendReply => c_str!("lite_kmsg_reply"),
             Kind::SendReplyOpt => c_str!("lite_kmsg_opt"),
+            Kind::AtomicSend => c_str!("lite_kmsg_atomic"),
+            Kind::AtomicSingleSend => c_str!("lite_kmsg_single"),
         }
     }
 
@@ -411,7 +428,12 @@ fn serve_one(messages: &KernelMessages, kind: Kind, buffer: &mut [u8]) -> Option
     // length bounded them.
     let message = &mut buffer[..received.len];
     let mut answer = CurrentCall { messages, kind };
+    // Handlers may sleep and take locks of their own: the thread holds
+    // none, and a handler must not return holding one.
+    might_sleep();
+    assert_no_locks_held();
     let handled = handler.handle(message, received.from, &mut answer);
+    assert_no_locks_held();
     drop(handler);
     // A call the handler neither answered nor kept for later fails at
     // once rather than at its caller's timeout.

@@ -29,7 +29,7 @@ pub(crate) const PORTS: u32 = MAX_PORTS + KERNEL_MESSAGE_PORTS;
 
 /// Ports of kernel message handlers (`liteapi_reg_*_handler`), numbered
 /// from [`MAX_PORTS`].
-pub(crate) const KERNEL_MESSAGE_PORTS: u32 = 3;
+pub(crate) const KERNEL_MESSAGE_PORTS: u32 = 5;
 
 /// Largest message (`LITE_MAX_MESSAGE_SIZE`).
 pub(crate) const MAX_MESSAGE_SIZE: u64 = 256 << 10;
