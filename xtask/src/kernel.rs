@@ -711,7 +711,9 @@ fn pack_modules(
         "make modules_install",
         &|l| is_progress_line(l),
     )?;
-    build_example_module(tools, source, build_dir, &install_path, log)?;
+    for dir in OUT_OF_TREE_MODULES {
+        build_out_of_tree_module(dir, tools, source, build_dir, &install_path, log)?;
+    }
     let modules_dir = staging.join("lib/modules");
     let mut files = Vec::new();
     for rel in fsutil::walk_files(&modules_dir)? {
@@ -725,20 +727,28 @@ fn pack_modules(
 /// The out-of-tree kernel module that uses LITE's kernel API, in the repository.
 pub const EXAMPLE_MODULE_DIR: &str = "userspace/examples/kernel-module";
 
-/// Builds [`EXAMPLE_MODULE_DIR`] as a user builds an out-of-tree module
+/// The module `lite-bench` times kernel message round trips with.
+const KMSG_BENCH_MODULE_DIR: &str = "userspace/kernel-bench";
+
+/// The out-of-tree modules the guests get beside the kernel's own.
+const OUT_OF_TREE_MODULES: [&str; 2] = [EXAMPLE_MODULE_DIR, KMSG_BENCH_MODULE_DIR];
+
+/// Builds the module in `dir` as a user builds an out-of-tree module
 /// (`make M=`), against this build's `Module.symvers`, from a copy in the
 /// build directory (Kbuild writes its objects beside the sources), and
 /// installs it with `install_path` beside the kernel's modules.
-fn build_example_module(
+fn build_out_of_tree_module(
+    dir: &str,
     tools: &Toolchain,
     source: &KernelSource,
     build_dir: &Path,
     install_path: &std::ffi::OsStr,
     log: &Path,
 ) -> Result<()> {
-    let copy = build_dir.join("lite-example-module");
+    let name = Path::new(dir).file_name().context("a module directory")?;
+    let copy = build_dir.join("out-of-tree").join(name);
     fsutil::remove_dir_all_if_exists(&copy)?;
-    let sources = repo_root().join(EXAMPLE_MODULE_DIR);
+    let sources = repo_root().join(dir);
     for rel in fsutil::walk_files(&sources)? {
         fsutil::copy(&sources.join(&rel), &copy.join(&rel))?;
     }
@@ -749,7 +759,7 @@ fn build_example_module(
             .arg(&module)
             .arg("modules"),
         log,
-        "make M=lite-example-module modules",
+        &format!("make M={dir} modules"),
         &|l| is_progress_line(l),
     )?;
     run_logged(
@@ -759,7 +769,7 @@ fn build_example_module(
             .arg("INSTALL_MOD_STRIP=1")
             .arg("modules_install"),
         log,
-        "make M=lite-example-module modules_install",
+        &format!("make M={dir} modules_install"),
         &|l| is_progress_line(l),
     )
 }

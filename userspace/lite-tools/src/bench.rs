@@ -97,6 +97,9 @@ pub enum Operation {
     ReadAsync,
     /// `lite_send_reply_imm` round trip, the reply as long as the request.
     Rpc,
+    /// `liteapi_send_reply` round trip between two kernels through a
+    /// handler, the reply as long as the request, timed in the kernel.
+    KernelMessage,
     /// `lite_fetch_add` on an 8-byte LMR.
     FetchAdd,
     /// `lite_compare_swp` on an 8-byte LMR.
@@ -126,6 +129,7 @@ impl fmt::Display for Operation {
             Operation::WriteAsync => "write_async",
             Operation::ReadAsync => "read_async",
             Operation::Rpc => "rpc",
+            Operation::KernelMessage => "kmsg",
             Operation::FetchAdd => "fetch_add",
             Operation::CompareSwp => "compare_swp",
             Operation::RegionWrite => "region_write",
@@ -735,6 +739,7 @@ mod tests {
             (Operation::WriteAsync, "write_async"),
             (Operation::ReadAsync, "read_async"),
             (Operation::Rpc, "rpc"),
+            (Operation::KernelMessage, "kmsg"),
             (Operation::FetchAdd, "fetch_add"),
             (Operation::CompareSwp, "compare_swp"),
             (Operation::RegionWrite, "region_write"),

@@ -19,6 +19,10 @@ const RPC_NATIVE_OP: &str = "send";
 /// `lite-bench`'s RPC round trip series.
 const RPC_OP: &str = "rpc";
 
+/// `lite-bench`'s kernel message round trip series (through handlers,
+/// between two kernels).
+const KMSG_OP: &str = "kmsg";
+
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
 const STALL_CALLS: [&str; 4] = ["rdma_write", "send_reply_imm", "lock", "dist_barrier"];
@@ -252,37 +256,58 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
 
 /// The RPC round trip table, one string per line: for every size either
 /// side measured, `ib_send_lat`'s t_typical (half a round trip), twice
-/// that, LITE's RPC median and spread, and LITE / (2 x native).
+/// that, and for LITE's RPC between processes and its kernel messages
+/// between kernels, the median, the spread and the median / (2 x native).
 pub fn rpc_table(m: &Measurements) -> Vec<String> {
     let native = &m.native;
     let mut sizes: Vec<u64> = native
         .iter()
         .filter(|n| n.op == RPC_NATIVE_OP)
         .map(|n| n.size)
-        .chain(m.lite.keys().filter(|l| l.0 == RPC_OP).map(|l| l.1))
+        .chain(
+            m.lite
+                .keys()
+                .filter(|l| l.0 == RPC_OP || l.0 == KMSG_OP)
+                .map(|l| l.1),
+        )
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
     let table = Table::new(
         ">7 size|>16 ib_send_lat typ|>12 2 x native|>12 LITE RPC med|>19 LITE p10-p90|\
-         >15 LITE/(2x nat)",
+         >15 LITE/(2x nat)|>12 kmsg med|>19 kmsg p10-p90|>15 kmsg/(2x nat)",
     );
     let mut lines = vec![
         "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
+        "kmsg: liteapi_send_reply() from kernel to kernel through a handler, timed in the \
+         kernel"
+            .to_string(),
     ];
     lines.extend(table.lines(sizes.into_iter().map(|size| {
         let n = native
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
-        let l = m.lite.get(&(RPC_OP.to_string(), size));
         let round_trip = n.map(|n| 2.0 * n.typical);
+        let columns = |op: &str| {
+            let l = m.lite.get(&(op.to_string(), size));
+            [
+                cell(l.map(|l| l.median)),
+                range_cell(l.map(|l| (l.p10, l.p90))),
+                ratio_cell(l.map(|l| l.median), round_trip),
+            ]
+        };
+        let [rpc_median, rpc_spread, rpc_ratio] = columns(RPC_OP);
+        let [kmsg_median, kmsg_spread, kmsg_ratio] = columns(KMSG_OP);
         [
             size.to_string(),
             cell(n.map(|n| n.typical)),
             cell(round_trip),
-            cell(l.map(|l| l.median)),
-            range_cell(l.map(|l| (l.p10, l.p90))),
-            ratio_cell(l.map(|l| l.median), round_trip),
+            rpc_median,
+            rpc_spread,
+            rpc_ratio,
+            kmsg_median,
+            kmsg_spread,
+            kmsg_ratio,
         ]
     })));
     lines
@@ -1012,15 +1037,18 @@ mod tests {
         let native = parse_perftest(RPC_LOG);
         assert_eq!(native.len(), 2);
         assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
-        let table = words_of(&rpc_table(&measured(RPC_LOG)));
-        // Explanation, column names, then sizes 8, 64 (2500 / (2 x 1000))
-        // and 512.
+        let kmsg = "LITE-RECORD {\"latency\":{\"op\":\"kmsg\",\"size\":64,\"iters\":1000,\
+            \"median\":3000.00,\"p10\":2800.00,\"p90\":3400.00,\"min\":2000,\"max\":9000,\
+            \"stdev\":400}}\n";
+        let table = words_of(&rpc_table(&measured(&format!("{RPC_LOG}{kmsg}"))));
+        // Two notes, column names, then sizes 8, 64 (2500 / (2 x 1000) for
+        // RPC, 3000 / (2 x 1000) for kernel messages) and 512.
         let sizes = [
-            "8 900.00 1800.00 - - -",
-            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25",
-            "512 - - 2600.00 2400.00-3000.00 -",
+            "8 900.00 1800.00 - - - - - -",
+            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25 3000.00 2800.00-3400.00 1.50",
+            "512 - - 2600.00 2400.00-3000.00 - - - -",
         ];
-        assert_eq!(table[2..], sizes);
+        assert_eq!(table[3..], sizes);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! uncontended lock/unlock pairs on a lock kept by either node; memset and
 //! memcpy throughput, done on the memory node; asynchronous writes and
 //! reads with N in flight per `--depths` depth; RPC round trips, RPC under
-//! several client threads and asynchronous RPC; isolation (high-priority
+//! several client threads and asynchronous RPC; kernel message round trips
+//! between the two kernels (`kernel_messages.rs`); isolation (high-priority
 //! writes alone and beside `--qos-loaders` low-priority copies of this
 //! program, `lite-bench __qos-load NODE SIZE`, in alternating rounds, the
 //! first with the load also run with QoS off); and the memory regions of
@@ -67,6 +68,7 @@ use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_C
 
 mod baseline;
 mod cluster_scale;
+mod kernel_messages;
 mod piped;
 mod process_curve;
 
@@ -654,10 +656,15 @@ fn run(options: &Options) -> Result<(), String> {
         } else {
             RpcServer::start(options)
         };
+        let handler = if options.series == Series::All {
+            kernel_messages::load()
+        } else {
+            Ok(())
+        };
         // The measuring node must not be left waiting, whatever failed.
         let finished = barrier();
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
-        return stopped.and(finished);
+        return stopped.and(handler).and(finished);
     }
     let outcome = match options.series {
         Series::Regions => measure_region_curve(options),
@@ -681,6 +688,7 @@ fn run(options: &Options) -> Result<(), String> {
             .and_then(|()| measure_memory_ops(options))
             .and_then(|()| measure_async(options))
             .and_then(|()| measure_rpc(options))
+            .and_then(|()| measure_kernel_messages(options))
             .and_then(|()| measure_qos(options))
             .and_then(|()| measure_regions(options, me)),
     };
@@ -1207,6 +1215,36 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
     let async_depths = options.depths.iter().copied();
     for depth in async_depths.filter(|&d| d <= sys::MAX_ASYNC_CALLS as usize) {
         rpc_async_series(node, depth, options.rpc_calls)?;
+    }
+    Ok(())
+}
+
+/// `--iters` kernel message round trips for every `--rpc-sizes` size up to
+/// a send-reply handler's largest reply, each reply checked by the module.
+fn measure_kernel_messages(options: &Options) -> Result<(), String> {
+    let sizes = options.rpc_sizes.iter().copied();
+    let sizes: Vec<u64> = sizes
+        .filter(|&size| size <= kernel_messages::MAX_SIZE)
+        .collect();
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    let node = options.memory_node;
+    kernel_messages::load()?;
+    kernel_messages::wait_for_handler(node)?;
+    say(format_args!(
+        "lite-bench: kernel messages to node {node}'s handler, {} round trips per size",
+        options.iters
+    ));
+    let round_trips =
+        |size, calls| kernel_messages::round_trips(node, size, calls).map_err(|(_, e)| e);
+    for size in sizes {
+        round_trips(size, WARMUP_OPS)?;
+        report(
+            Operation::KernelMessage,
+            size,
+            &round_trips(size, options.iters)?,
+        )?;
     }
     Ok(())
 }
