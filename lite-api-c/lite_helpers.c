@@ -114,8 +114,10 @@ void lite_set_atomic_piece(struct atomic_struct *list, u32 i, void *vaddr,
 /*
  * Kernel message handlers are code of the modules that register them: a
  * module that goes with handlers registered has them unregistered, and the
- * one in flight waited for, before its memory is freed.
+ * one in flight waited for, before its memory is freed. A kernel without
+ * modules has nothing to watch.
  */
+#ifdef CONFIG_MODULES
 static int lite_module_event(struct notifier_block *nb, unsigned long action,
 			     void *data)
 {
@@ -137,6 +139,16 @@ void lite_unwatch_modules(void)
 {
 	unregister_module_notifier(&lite_module_notifier);
 }
+#else
+int lite_watch_modules(void)
+{
+	return 0;
+}
+
+void lite_unwatch_modules(void)
+{
+}
+#endif
 
 bool lite_within_module(unsigned long addr, const struct module *mod)
 {

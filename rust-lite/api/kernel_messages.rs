@@ -507,15 +507,26 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply(
         // (this function's `# Safety` section); the slice is only used in
         // this call.
         let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
-        let node = node_of(node_id)?;
-        let reply = cluster
-            .rpc
-            .call(node, &target, message.into(), MAX_REPLY as u64, ToKernel)?;
-        out.get_mut(..reply.len())
-            .ok_or(errno::EMSGSIZE())?
-            .copy_from_slice(&reply);
-        Ok(reply.len() as c_int)
+        call_into(&cluster, node_of(node_id)?, &target, message, out)
     })
+}
+
+/// Calls `node` with `message` and copies the reply, of at most
+/// `MAX_REPLY` bytes, to `out`; returns its length.
+fn call_into(
+    cluster: &Cluster,
+    node: NodeId,
+    target: &Target,
+    message: &[u8],
+    out: &mut [u8],
+) -> Result<c_int> {
+    let reply = cluster
+        .rpc
+        .call(node, target, message.into(), MAX_REPLY as u64, ToKernel)?;
+    out.get_mut(..reply.len())
+        .ok_or(errno::EMSGSIZE())?
+        .copy_from_slice(&reply);
+    Ok(reply.len() as c_int)
 }
 
 /// [`liteapi_send_reply`] with the original's datagram name; it travels,
@@ -652,18 +663,7 @@ pub(crate) unsafe extern "C" fn liteapi_atomic_send(
         let message = unsafe { gather(list, length) }?;
         // SAFETY: As in `liteapi_send_reply`.
         let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
-        let node = node_of(node_id)?;
-        let reply = cluster.rpc.call(
-            node,
-            &target,
-            (&message[..]).into(),
-            MAX_REPLY as u64,
-            ToKernel,
-        )?;
-        out.get_mut(..reply.len())
-            .ok_or(errno::EMSGSIZE())?
-            .copy_from_slice(&reply);
-        Ok(reply.len() as c_int)
+        call_into(&cluster, node_of(node_id)?, &target, &message, out)
     })
 }
 
