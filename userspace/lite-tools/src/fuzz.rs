@@ -463,14 +463,7 @@ fn report_hung(shared: &Shared, me: u32, now: u64, running: &[usize]) -> u64 {
                 continue;
             }
             found += 1;
-            let who = if proc == UNPRIVILEGED {
-                format!("node {me} unprivileged process step {step}")
-            } else if index < MAX_THREADS {
-                format!("node {me} proc {proc} thread {index} step {step}")
-            } else {
-                let helper = index - MAX_THREADS;
-                format!("node {me} proc {proc} thread {helper} (helper) step {step}")
-            };
+            let who = report::origin(me, proc, index, step);
             let (seconds, every) = ((now - started) / 1000, signals::RESIGNAL_MS);
             let why =
                 format!("hung: still running after {seconds} s, though signalled every {every} ms");

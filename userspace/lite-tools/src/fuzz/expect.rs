@@ -11,6 +11,7 @@ use libc::{EHOSTDOWN, EINTR, EIO, ENOMEM, ENOTCONN};
 
 use super::calls::Syscall;
 use super::errnos::{allowed, RESTART_CODES};
+use crate::cluster_test::io::unless;
 use crate::errno::errno_name;
 
 /// Failures that say the node or a peer went away (or memory ran out),
@@ -33,29 +34,15 @@ pub(crate) enum Value {
 
 impl Value {
     fn check(self, ret: i64) -> Result<(), String> {
-        let fits = match self {
-            Value::Any => true,
-            Value::Zero => ret == 0,
-            Value::Positive => ret > 0,
-            Value::Range(low, high) => (low..=high).contains(&ret),
+        let (fits, expected) = match self {
+            Value::Any => (true, "any value".to_string()),
+            Value::Zero => (ret == 0, "0".to_string()),
+            Value::Positive => (ret > 0, "a value above 0".to_string()),
+            Value::Range(low, high) => ((low..=high).contains(&ret), format!("{low}..={high}")),
         };
-        if fits {
-            Ok(())
-        } else {
-            Err(format!(
-                "succeeded with {ret}, expected {}",
-                self.describe()
-            ))
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            Value::Any => "any value".to_string(),
-            Value::Zero => "0".to_string(),
-            Value::Positive => "a value above 0".to_string(),
-            Value::Range(low, high) => format!("{low}..={high}"),
-        }
+        unless(fits, || {
+            format!("succeeded with {ret}, expected {expected}")
+        })
     }
 }
 

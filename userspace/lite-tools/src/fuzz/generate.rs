@@ -277,8 +277,9 @@ const SMALL_SIZES: [u64; 9] = [1, 7, 8, 9, 64, 4095, 4096, 4097, 65536];
 const CHUNK_SIZES: [u64; 4] = [CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 1, MAX_FUZZ_LMR];
 /// Sizes no allocation may accept.
 const BAD_SIZES: [u64; 4] = [0, MAX_LMR_SIZE + 1, u64::MAX, i64::MIN as u64];
-/// Message sizes.
+/// Message sizes, and sizes no message may have.
 const MESSAGE_SIZES: [u64; 6] = [1, 8, 64, 4096, 65536, MAX_MESSAGE_SIZE];
+const BAD_MESSAGE_SIZES: [u64; 3] = [0, MAX_MESSAGE_SIZE + 1, u64::MAX];
 
 /// Why a call certainly fails, if the condition holds.
 type Reason = (bool, &'static str);
@@ -358,7 +359,7 @@ impl Planner<'_, '_> {
             _ => {
                 let past = u64::from(self.ctx.plan.nodes) + 1;
                 self.rng
-                    .choose(&[past, 63, 64, 65, u64::from(u32::MAX), 1 << 32 | me], 64)
+                    .choose(&[past, 63, 64, 65, u64::from(u32::MAX), 1 << 32 | me])
             }
         }
     }
@@ -388,12 +389,8 @@ impl Planner<'_, '_> {
     }
 
     fn priority(&mut self) -> u64 {
-        if self.rng.percent(85) {
-            self.rng.below(3)
-        } else {
-            self.rng
-                .choose(&[3, 4, u64::from(u32::MAX), 1 << 32 | 1], 3)
-        }
+        let bad = [3, 4, u64::from(u32::MAX), 1 << 32 | 1];
+        self.rng.mostly(85, |rng| rng.below(3), &bad)
     }
 
     /// The password of a new LMR: mostly the shared one, so that other
@@ -409,7 +406,7 @@ impl Planner<'_, '_> {
     fn made_up_handle(&mut self) -> u64 {
         let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
         let values = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
-        self.rng.choose(&values, 0)
+        self.rng.choose(&values)
     }
 
     /// A handle, preferring the process's own that `prefer` accepts.
@@ -466,19 +463,16 @@ impl Planner<'_, '_> {
                 (offset, self.rng.between(1, 128).min(s - offset))
             }
             60..=74 => (s, 0),
-            _ => self.rng.choose(
-                &[
-                    (s, 1),
-                    (s - 1, 2),
-                    (u64::MAX, 1),
-                    (1, u64::MAX),
-                    (i64::MIN as u64, 8),
-                    (0, s + 1),
-                    (s + 4096, 0),
-                    (0, u64::MAX),
-                ],
+            _ => self.rng.choose(&[
                 (s, 1),
-            ),
+                (s - 1, 2),
+                (u64::MAX, 1),
+                (1, u64::MAX),
+                (i64::MIN as u64, 8),
+                (0, s + 1),
+                (s + 4096, 0),
+                (0, u64::MAX),
+            ]),
         };
         let outside = size.is_some() && offset.checked_add(len).is_none_or(|end| end > s);
         (offset, len, outside)
@@ -503,13 +497,11 @@ impl Planner<'_, '_> {
     /// A bad pointer of any kind; whether a kernel write (`kernel_writes`)
     /// or read of `len` bytes through it certainly faults.
     fn bad_pointer(&mut self, len: u64, kernel_writes: bool) -> (u64, bool) {
-        let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-        let faults = if kernel_writes {
-            kind.faults_writing(len)
-        } else {
-            kind.faults_reading(len)
-        };
-        (self.ctx.arena.bad_pointer(kind), faults)
+        let kind = self.rng.choose(&BadPointer::ALL);
+        (
+            self.ctx.arena.bad_pointer(kind),
+            kind.faults(len, kernel_writes),
+        )
     }
 
     /// `good` (`percent` times in a hundred), else a bad pointer; whether
@@ -537,7 +529,7 @@ impl Planner<'_, '_> {
         let bad = BadPointer::ALL
             .into_iter()
             .find(|&kind| self.ctx.arena.bad_pointer(kind) == buf);
-        (buf, bad.is_some_and(|kind| kind.faults_writing(1)))
+        (buf, bad.is_some_and(|kind| kind.faults(1, true)))
     }
 
     fn alloc_remote(&mut self, call: Syscall) -> Planned {
@@ -547,19 +539,19 @@ impl Planner<'_, '_> {
         let mut size = if atomic {
             8
         } else if self.rng.percent(80) {
-            self.rng.choose(&SMALL_SIZES, 64)
+            self.rng.choose(&SMALL_SIZES)
         } else if self.rng.percent(40) {
-            self.rng.choose(&CHUNK_SIZES, CHUNK_SIZE)
+            self.rng.choose(&CHUNK_SIZES)
         } else {
-            self.rng.choose(&BAD_SIZES, 0)
+            self.rng.choose(&BAD_SIZES)
         };
         if self.rng.percent(5) {
-            flags = self.rng.choose(&[2, 3, u64::from(u32::MAX), 1 << 32], 2);
+            flags = self.rng.choose(&[2, 3, u64::from(u32::MAX), 1 << 32]);
         }
         let full = self.pool.lmrs.len() >= MAX_LMRS
             || self.pool.allocated_bytes().saturating_add(size) > MAX_LMR_BYTES;
         if full && (1..=MAX_LMR_SIZE).contains(&size) {
-            size = self.rng.choose(&BAD_SIZES, 0);
+            size = self.rng.choose(&BAD_SIZES);
         }
         let password = self.lmr_password();
         let atomic = flags as u32 & ALLOC_ATOMIC != 0;
@@ -637,9 +629,7 @@ impl Planner<'_, '_> {
         let num = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
             70..=79 => self.rng.between(nodes + 1, MAX_NODES.into()),
-            _ => self
-                .rng
-                .choose(&[0, 65, u64::from(u32::MAX), 1 << 32 | 1], 0),
+            _ => self.rng.choose(&[0, 65, u64::from(u32::MAX), 1 << 32 | 1]),
         };
         let bad_count = num as u32 == 0 || num as u32 > MAX_NODES;
         let mut expect = Expect::value(Value::Zero);
@@ -650,12 +640,8 @@ impl Planner<'_, '_> {
     fn memset(&mut self, call: Syscall) -> Planned {
         let choice = self.handle(|r| r.permission & PERM_WRITE != 0);
         let (offset, len, outside) = self.range(choice.size());
-        let byte = if self.rng.percent(90) {
-            self.rng.below(256)
-        } else {
-            self.rng
-                .choose(&[256, u64::from(u32::MAX), 1 << 32 | 7], 256)
-        };
+        let bad_bytes = [256, u64::from(u32::MAX), 1 << 32 | 7];
+        let byte = self.rng.mostly(90, |rng| rng.below(256), &bad_bytes);
         let expect = Expect::value(Value::Zero).failing_if(&[
             choice.not_ours(),
             (outside, "offset + size past the end of the LMR"),
@@ -675,12 +661,9 @@ impl Planner<'_, '_> {
         };
         let (src_offset, len, src_outside) = self.range(src.size());
         let dst_size = dst.size().unwrap_or(PAGE as u64);
-        let dst_offset = if self.rng.percent(85) {
-            self.rng.below(dst_size.saturating_sub(len) + 1)
-        } else {
-            self.rng
-                .choose(&[dst_size, u64::MAX, dst_size.saturating_sub(1)], dst_size)
-        };
+        let inside = |rng: &mut Rng| rng.below(dst_size.saturating_sub(len) + 1);
+        let outside = [dst_size, u64::MAX, dst_size.saturating_sub(1)];
+        let dst_offset = self.rng.mostly(85, inside, &outside);
         let dst_outside =
             dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
         let src_invalid = src.certainly_invalid();
@@ -711,14 +694,14 @@ impl Planner<'_, '_> {
         let full = self.pool.lmrs.len() >= MAX_LMRS
             || self.pool.allocated_bytes() + SIZE_CLASSES[class] > MAX_LMR_BYTES;
         let size = if full || self.rng.percent(10) {
-            self.rng.choose(&[0, MAX_LMR_SIZE + 1, u64::MAX], 0)
+            self.rng.choose(&[0, MAX_LMR_SIZE + 1, u64::MAX])
         } else {
             SIZE_CLASSES[class]
         };
         let name = match self.rng.below(100) {
             0..=84 => self.own_name(Some(size)),
             85..=92 => self.rng.pick(&self.pool.names).map_or(0, |&(name, _)| name),
-            _ => self.rng.choose(&[0, u64::MAX, 1], 0),
+            _ => self.rng.choose(&[0, u64::MAX, 1]),
         };
         let (data, faults) = self.buffer(size, false, Area::Bulk);
         let mut expect = Expect::value(Value::Positive);
@@ -738,7 +721,7 @@ impl Planner<'_, '_> {
         }
         let bad = self
             .rng
-            .choose(&[0x20, 1 << 40, u64::MAX, PERM_ADMIN | PERM_READ], 0x20);
+            .choose(&[0x20, 1 << 40, u64::MAX, PERM_ADMIN | PERM_READ]);
         let refused =
             bad & !(GRANTABLE | PERM_ADMIN) != 0 || (admin_refused && bad & PERM_ADMIN != 0);
         (bad, refused)
@@ -749,7 +732,7 @@ impl Planner<'_, '_> {
         let name = if self.rng.percent(85) {
             self.own_name(choice.size())
         } else {
-            self.rng.choose(&[0, u64::MAX, 2], 0)
+            self.rng.choose(&[0, u64::MAX, 2])
         };
         let (permission, refused) = self.permission(true);
         let (password, wrong_password) = self.password(choice);
@@ -780,7 +763,7 @@ impl Planner<'_, '_> {
                 self.rng.below(SIZE_CLASSES.len() as u64),
                 self.rng.below(NAME_SLOTS),
             ),
-            _ => self.rng.choose(&[0, u64::MAX, 3], 0),
+            _ => self.rng.choose(&[0, u64::MAX, 3]),
         };
         let (permission, refused) = self.permission(false);
         let password = if self.rng.percent(92) {
@@ -802,11 +785,11 @@ impl Planner<'_, '_> {
         let full =
             self.pool.registrations() >= MAX_REGISTRATIONS || self.pool.lmrs.len() >= MAX_LMRS;
         let size = if full || self.rng.percent(12) {
-            self.rng.choose(&[0, MAX_REGISTER_SIZE + 1, u64::MAX], 0)
+            self.rng.choose(&[0, MAX_REGISTER_SIZE + 1, u64::MAX])
         } else {
             let page = PAGE as u64;
             let sizes = [8, 8, 64, page, page + 1, 65536, CHUNK_SIZE + page];
-            self.rng.choose(&sizes, page)
+            self.rng.choose(&sizes)
         };
         let (mut buf, faults) = self.buffer(size, true, Area::Bulk);
         if !faults && size == 8 {
@@ -839,7 +822,7 @@ impl Planner<'_, '_> {
     ) -> Result<(u64, bool), u64> {
         let roll = self.rng.below(100);
         if roll <= cuts[0] && !own.is_empty() {
-            return Ok((self.rng.choose(own, 0), false));
+            return Ok((own[self.rng.index(own.len())], false));
         }
         if roll <= cuts[1] && !stale.is_empty() {
             return Ok((stale[self.rng.index(stale.len())], true));
@@ -859,12 +842,12 @@ impl Planner<'_, '_> {
         let (op, certain) = match self.held_id(&pool.ops, &pool.stale_ops, |p| &p.ops, [64, 74, 84])
         {
             Ok(found) => found,
-            Err(_) => (self.rng.choose(&[0, u64::MAX, i64::MIN as u64], 0), true),
+            Err(_) => (self.rng.choose(&[0, u64::MAX, i64::MIN as u64]), true),
         };
         let flags = match self.rng.below(100) {
             0..=39 => 0,
             40..=91 => u64::from(ASYNC_NOWAIT),
-            _ => self.rng.choose(&[2, 3, 0x8000_0000], 2),
+            _ => self.rng.choose(&[2, 3, 0x8000_0000]),
         };
         // Reaping a call returns its reply's length.
         let value = if self.pool.calls.contains(&op) {
@@ -881,11 +864,8 @@ impl Planner<'_, '_> {
     }
 
     fn get_stats(&mut self, call: Syscall) -> Planned {
-        let size = if self.rng.percent(85) {
-            self.rng.choose(&[120, 8, 64, 4096, u64::MAX], 120)
-        } else {
-            self.rng.choose(&[0, 7], 0)
-        };
+        let sizes = |rng: &mut Rng| rng.choose(&[120, 8, 64, 4096, u64::MAX]);
+        let size = self.rng.mostly(85, sizes, &[0, 7]);
         // The kernel writes at most its struct's size, far below a scratch
         // buffer, whatever size is given.
         let (buf, faults) = self.buffer(size.min(4096), true, Area::Scratch);
@@ -909,7 +889,7 @@ impl Planner<'_, '_> {
     }
 
     fn bad_port(&mut self) -> u64 {
-        self.rng.choose(&[64, 100, 1000], 64)
+        self.rng.choose(&[64, 100, 1000])
     }
 
     fn register_port(&mut self, call: Syscall) -> Planned {
@@ -919,17 +899,13 @@ impl Planner<'_, '_> {
         } else {
             self.pool_port()
         };
-        let max_size = if self.rng.percent(90) {
-            self.rng.choose(&MESSAGE_SIZES, 4096)
-        } else {
-            self.rng.choose(&[0, MAX_MESSAGE_SIZE + 1, u64::MAX], 0)
-        };
+        let max_size = self
+            .rng
+            .mostly(90, |rng| rng.choose(&MESSAGE_SIZES), &BAD_MESSAGE_SIZES);
         let longest = MAX_PORT_NAME as u64;
-        let name_len = if self.rng.percent(90) {
-            self.rng.between(0, longest)
-        } else {
-            self.rng.choose(&[longest + 1, u64::MAX], 33)
-        };
+        let name_len = self
+            .rng
+            .mostly(90, |rng| rng.between(0, longest), &[longest + 1, u64::MAX]);
         let (name, faults) = if self.rng.percent(40) {
             (self.ctx.arena.bad_pointer(BadPointer::ReadOnly), false)
         } else {
@@ -949,11 +925,7 @@ impl Planner<'_, '_> {
     }
 
     fn close_port(&mut self, call: Syscall) -> Planned {
-        let port = match self.rng.below(100) {
-            0..=69 => self.own_port(),
-            70..=89 => self.pool_port(),
-            _ => self.bad_port(),
-        };
+        let port = self.some_port(70);
         let expect = Expect::value(Value::Zero).failing_if(&[refused_port(port)]);
         let effect = Effect::ClosePort { port: port as u32 };
         Planned::of(call, &[port], expect, effect)
@@ -998,11 +970,8 @@ impl Planner<'_, '_> {
     }
 
     fn message_size(&mut self) -> u64 {
-        if self.rng.percent(90) {
-            self.rng.choose(&MESSAGE_SIZES[..5], 64)
-        } else {
-            self.rng.choose(&[0, MAX_MESSAGE_SIZE + 1, u64::MAX], 0)
-        }
+        let sizes = |rng: &mut Rng| rng.choose(&[1, 8, 64, 4096, 65536]);
+        self.rng.mostly(90, sizes, &BAD_MESSAGE_SIZES)
     }
 
     fn send(&mut self, call: Syscall) -> Planned {
@@ -1021,7 +990,7 @@ impl Planner<'_, '_> {
         ]);
         let mut args = [node, port_priority, msg, size, 0, 0];
         if with_reply {
-            let max_reply = self.rng.choose(&[0, 1, 64, 4096, 65536, u64::MAX], 64);
+            let max_reply = self.rng.choose(&[0, 1, 64, 4096, 65536, u64::MAX]);
             let room = max_reply.min(MAX_MESSAGE_SIZE);
             let reply = if self.rng.percent(6) {
                 0
@@ -1056,23 +1025,25 @@ impl Planner<'_, '_> {
         match self.rng.below(100) {
             0..=64 => (u64::from(RECV_NONBLOCK), false),
             65..=94 => (0, false),
-            _ => (self.rng.choose(&[2, 3, 0x8000_0000], 2), true),
+            _ => (self.rng.choose(&[2, 3, 0x8000_0000]), true),
         }
     }
 
-    fn receive_port(&mut self) -> u64 {
+    /// A port of this process `own_percent` times in a hundred, a pool
+    /// port up to 90, else a bad one.
+    fn some_port(&mut self, own_percent: u64) -> u64 {
         match self.rng.below(100) {
-            0..=64 => self.own_port(),
-            65..=89 => self.pool_port(),
+            roll if roll < own_percent => self.own_port(),
+            0..=89 => self.pool_port(),
             _ => self.bad_port(),
         }
     }
 
     fn receive(&mut self, call: Syscall) -> Planned {
-        let port = self.receive_port();
+        let port = self.some_port(65);
         let max_size = self
             .rng
-            .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX], 4096);
+            .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX]);
         let (buf, buf_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
         let descriptor = addr_of_mut!(self.out.descriptor) as u64;
         let (descriptor, descriptor_faults) = self.or_bad_pointer(92, descriptor, 8, true);
@@ -1102,12 +1073,9 @@ impl Planner<'_, '_> {
     }
 
     fn reply_size(&mut self) -> u64 {
-        if self.rng.percent(92) {
-            self.rng
-                .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE], 64)
-        } else {
-            self.rng.choose(&[MAX_MESSAGE_SIZE + 1, u64::MAX], u64::MAX)
-        }
+        let sizes = |rng: &mut Rng| rng.choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE]);
+        self.rng
+            .mostly(92, sizes, &[MAX_MESSAGE_SIZE + 1, u64::MAX])
     }
 
     /// A reply, alone or with the next receive, as `call` is.
@@ -1134,10 +1102,8 @@ impl Planner<'_, '_> {
             let effect = Effect::Reply { descriptor };
             return Planned::of(call, &[buf, size, descriptor], expect, effect);
         }
-        let port = self.receive_port();
-        let max_size = self
-            .rng
-            .choose(&[1, 64, 4096, MAX_MESSAGE_SIZE, u64::MAX], 4096);
+        let port = self.some_port(65);
+        let max_size = self.rng.choose(&[1, 64, 4096, MAX_MESSAGE_SIZE, u64::MAX]);
         let (recv_buf, recv_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
         let (flags, unknown) = self.receive_flags();
         self.out.receive = LiteReceive {
@@ -1168,20 +1134,20 @@ impl Planner<'_, '_> {
         let count = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
             70..=84 => self.rng.between(1, MAX_NODES.into()),
-            _ => self.rng.choose(&[0, 65, u64::from(u32::MAX)], 0),
+            _ => self.rng.choose(&[0, 65, u64::from(u32::MAX)]),
         } as u32;
         let targets = count.min(MAX_NODES);
         for i in 0..targets as usize {
             self.out.nodes[i] = match self.rng.below(100) {
                 0..=79 => self.rng.between(1, nodes) as u32,
-                _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.plan.me], 0),
+                _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.plan.me]),
             };
         }
         let (port_priority, refused, _) = self.port_priority(u64::from(self.ctx.plan.me), 3, true);
         let size = self.message_size();
         let (msg, msg_faults) = self.buffer(size, false, Area::Scratch);
         // At most 64 replies of 16 KiB: inside the arena from any scratch.
-        let max_reply = self.rng.choose(&[0, 64, 4096, 16384], 64);
+        let max_reply = self.rng.choose(&[0, 64, 4096, 16384]);
         let replies = if self.rng.percent(5) {
             0
         } else {
@@ -1223,7 +1189,7 @@ impl Planner<'_, '_> {
         let old = addr_of_mut!(self.out.old) as u64;
         let (old, faults) = self.or_bad_pointer(90, old, 8, true);
         let priority = self.priority();
-        let value = self.rng.choose(&[0, 1, u64::MAX], 1);
+        let value = self.rng.choose(&[0, 1, u64::MAX]);
         let value = if self.rng.percent(50) {
             value
         } else {
@@ -1256,7 +1222,11 @@ impl Planner<'_, '_> {
         // refused before a lock is created.
         let bad = self.state.locks_created >= MAX_LOCKS_CREATED || self.rng.percent(10);
         let (lock, faults) = if bad {
-            let kind = self.rng.choose(&BadPointer::ALL[..6], BadPointer::Null);
+            let kind = self
+                .rng
+                .pick(&BadPointer::ALL[..6])
+                .copied()
+                .unwrap_or(BadPointer::Null);
             (self.ctx.arena.bad_pointer(kind), true)
         } else {
             (addr_of_mut!(self.out.lock) as u64, false)
@@ -1286,7 +1256,7 @@ impl Planner<'_, '_> {
             _ => (
                 self.home(),
                 self.rng
-                    .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)], 4096),
+                    .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)]),
             ),
         };
         let lock = addr_of_mut!(self.out.lock) as u64;
@@ -1309,8 +1279,8 @@ impl Planner<'_, '_> {
         if self.rng.percent(93) {
             (self.out.lock_record(lock), false, true)
         } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);
+            let kind = self.rng.choose(&BadPointer::ALL);
+            let certain = kind == BadPointer::ReadOnly || kind.faults(8, false);
             (self.ctx.arena.bad_pointer(kind), certain, false)
         }
     }
@@ -1318,15 +1288,16 @@ impl Planner<'_, '_> {
     fn made_up_lock(&mut self) -> LiteLock {
         LiteLock {
             home: self.home() as u32,
-            number: self.rng.choose(&[MAX_LOCKS, u32::MAX], MAX_LOCKS),
+            number: self.rng.choose(&[MAX_LOCKS, u32::MAX]),
         }
     }
 
     fn lock(&mut self, call: Syscall) -> Planned {
         let (lock, held) = match self.rng.below(100) {
-            0..=7 if !self.state.held.is_empty() => {
-                (self.rng.choose(&self.state.held, LiteLock::default()), true)
-            }
+            0..=7 if !self.state.held.is_empty() => (
+                self.rng.pick(&self.state.held).copied().unwrap_or_default(),
+                true,
+            ),
             0..=89 => match self.known_lock() {
                 Some(lock) => (lock, self.state.held.contains(&lock)),
                 None => (self.made_up_lock(), false),
@@ -1348,7 +1319,7 @@ impl Planner<'_, '_> {
     fn unlock(&mut self, call: Syscall) -> Planned {
         let lock = match self.rng.below(100) {
             0..=59 if !self.state.held.is_empty() => {
-                self.rng.choose(&self.state.held, LiteLock::default())
+                self.rng.pick(&self.state.held).copied().unwrap_or_default()
             }
             0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),

@@ -83,18 +83,11 @@ impl BadPointer {
         BadPointer::SignBit,
     ];
 
-    /// Whether a kernel read of `len` bytes through it must fail.
-    pub(crate) fn faults_reading(self, len: u64) -> bool {
+    /// Whether a kernel write (`writes`) or read of `len` bytes through
+    /// it must fail.
+    pub(crate) fn faults(self, len: u64, writes: bool) -> bool {
         match self {
-            BadPointer::ReadOnly => false,
-            BadPointer::Straddle => len > STRADDLE_ROOM,
-            _ => len > 0,
-        }
-    }
-
-    /// Whether a kernel write of `len` bytes through it must fail.
-    pub(crate) fn faults_writing(self, len: u64) -> bool {
-        match self {
+            BadPointer::ReadOnly if !writes => false,
             BadPointer::Straddle => len > STRADDLE_ROOM,
             _ => len > 0,
         }
@@ -305,12 +298,13 @@ mod tests {
 
     #[test]
     fn bad_pointers_fault_where_they_must() {
-        assert!(!BadPointer::ReadOnly.faults_reading(100));
-        assert!(BadPointer::ReadOnly.faults_writing(1));
-        assert!(!BadPointer::Null.faults_reading(0));
-        assert!(BadPointer::Null.faults_reading(1));
-        assert!(!BadPointer::Straddle.faults_writing(16));
-        assert!(BadPointer::Straddle.faults_writing(17));
+        assert!(!BadPointer::ReadOnly.faults(100, false));
+        assert!(BadPointer::ReadOnly.faults(1, true));
+        assert!(!BadPointer::Null.faults(0, false));
+        assert!(BadPointer::Null.faults(1, false));
+        assert!(!BadPointer::Straddle.faults(16, true));
+        assert!(BadPointer::Straddle.faults(17, true));
+        assert!(BadPointer::Straddle.faults(17, false));
         let arena = Arena::new(1).expect("arena");
         for kind in BadPointer::ALL {
             if kind != BadPointer::ReadOnly && kind != BadPointer::Straddle {

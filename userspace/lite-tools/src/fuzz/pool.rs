@@ -224,8 +224,7 @@ impl Pool {
     /// `handle` was released (freed, deregistered or unmapped): it and the
     /// names of its LMR are gone.
     pub(crate) fn release_lmr(&mut self, handle: u64) {
-        self.lmrs.retain(|r| r.handle != handle);
-        self.names.retain(|&(_, h)| h != handle);
+        self.forget_lmr(handle);
         remember(&mut self.stale_handles, handle, STALE);
     }
 

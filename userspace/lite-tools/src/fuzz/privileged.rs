@@ -145,12 +145,12 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
             };
             let max = u64::from(u32::MAX);
             let args = if call == Syscall::Join {
-                let cm_ip = step_rng.choose(&pointers, 0);
-                let cm_port = step_rng.choose(&[CM_DEFAULT_PORT.into(), 0, 65536, max], 0);
-                let ib_port = step_rng.choose(&[1, 0, 2, max], 1);
+                let cm_ip = step_rng.pick(&pointers).copied().unwrap_or(0);
+                let cm_port = step_rng.choose(&[CM_DEFAULT_PORT.into(), 0, 65536, max]);
+                let ib_port = step_rng.choose(&[1, 0, 2, max]);
                 args(&[cm_ip, cm_port, ib_port])
             } else {
-                args(&[step_rng.choose(&[0, LEAVE_FORCE.into(), 2, max], 0)])
+                args(&[step_rng.choose(&[0, LEAVE_FORCE.into(), 2, max])])
             };
             slot.begin(call, step, &args, 0);
             // SAFETY: the address pointers are NUL-terminated strings
@@ -178,7 +178,7 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
             (what, (!refused).then_some(wrong))
         };
         if let Some(reason) = wrong {
-            let origin = format!("{origin} step {step}");
+            let origin = report::origin(plan.me, UNPRIVILEGED, 0, step);
             report::alarm(shared, UNPRIVILEGED, &origin, &what, &reason);
         }
         step += 1;

@@ -116,7 +116,7 @@ pub(crate) fn run(
     state: &mut ThreadState,
     out: &mut OutParams,
 ) {
-    let race = rng.choose(&RACES, RACES[0]);
+    let race = rng.choose(&RACES);
     let mut race_run = RaceRun {
         caller,
         helper,
@@ -214,13 +214,13 @@ impl<'a> RaceRun<'_, '_, 'a> {
         let password = self.rng.next_u64();
         let page = PAGE as u64;
         let (call, args) = if register {
-            let size = self.rng.choose(&[page, 65536], page);
+            let size = self.rng.choose(&[page, 65536]);
             let bulk = self.ctx().arena.bulk_area();
             let buf = (bulk + self.rng.below(BULK_AREA as u64 - size)) & !7;
             let permission = PERM_READ | PERM_WRITE | PERM_SHARE;
             (Syscall::RegisterLmr, [buf, size, permission, password])
         } else {
-            let size = self.rng.choose(&[page, 65536, CHUNK_SIZE + page], page);
+            let size = self.rng.choose(&[page, 65536, CHUNK_SIZE + page]);
             let node = self.some_node();
             (Syscall::AllocRemote, [node.into(), size, 0, password])
         };
@@ -403,9 +403,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         let arena = self.ctx().arena;
         let thread = self.thread();
         let window = arena.race_window(thread);
-        let len = self
-            .rng
-            .choose(&[PAGE as u64, RACE_WINDOW as u64], PAGE as u64);
+        let len = self.rng.choose(&[PAGE as u64, RACE_WINDOW as u64]);
         let sized = self.pool().lmrs.first().copied();
         let sized = sized.filter(|record| record.size.is_some());
         let (call, args) = match (self.rng.below(4), sized) {

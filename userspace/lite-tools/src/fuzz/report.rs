@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 
 use super::calls::{describe_call, Syscall};
 use super::errnos::{outcome_name, OUTCOMES};
-use super::shared::Shared;
+use super::shared::{Shared, MAX_THREADS, UNPRIVILEGED};
 use crate::errno::describe_result;
 
 /// Start of the seed line (after `# `).
@@ -61,6 +61,17 @@ pub(crate) fn alarm(shared: &Shared, proc: usize, origin: &str, what: &str, reas
     if record.alarms_printed.fetch_add(1, Ordering::Relaxed) < PRINTED_PER_PROCESS {
         emit(&format!("# {ALARM_PREFIX}{origin}: {what}: {reason}"));
     }
+}
+
+/// Who made a call, from its process's record and its call slot:
+/// `node 1 proc 0 thread 2 (helper) step 17`.
+pub(crate) fn origin(me: u32, proc: usize, slot: usize, step: u64) -> String {
+    if proc == UNPRIVILEGED {
+        return format!("node {me} unprivileged process step {step}");
+    }
+    let (thread, helper) = (slot % MAX_THREADS, slot >= MAX_THREADS);
+    let helper = if helper { " (helper)" } else { "" };
+    format!("node {me} proc {proc} thread {thread}{helper} step {step}")
 }
 
 /// A call and its result for an alarm: `lite_free(0x5) returned -9 (-EBADF)`.
@@ -103,6 +114,10 @@ mod tests {
         assert_eq!(fence, "lite-fuzz calls lite_fence=0");
         let total = total_line(3, 0, 0);
         assert_eq!(total, "lite-fuzz total calls=3 alarms=0 hung=0");
+        let helper = origin(1, 0, MAX_THREADS + 2, 17);
+        assert_eq!(helper, "node 1 proc 0 thread 2 (helper) step 17");
+        let unprivileged = origin(1, UNPRIVILEGED, 0, 3);
+        assert_eq!(unprivileged, "node 1 unprivileged process step 3");
         let free = call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9);
         assert_eq!(free, "lite_free(5) returned -9 (-EBADF)");
     }

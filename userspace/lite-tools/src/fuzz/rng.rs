@@ -105,9 +105,24 @@ impl Rng {
         }
     }
 
-    /// One element of a non-empty constant list.
-    pub(crate) fn choose<T: Copy>(&mut self, items: &[T], fallback: T) -> T {
-        self.pick(items).copied().unwrap_or(fallback)
+    /// One element of a constant list, which cannot be empty.
+    pub(crate) fn choose<T: Copy, const N: usize>(&mut self, items: &[T; N]) -> T {
+        const { assert!(N > 0) };
+        items[self.index(N)]
+    }
+
+    /// `usual` drawn `percent` times in a hundred, else one of `rare`.
+    pub(crate) fn mostly<T: Copy, const N: usize>(
+        &mut self,
+        percent: u32,
+        usual: impl FnOnce(&mut Rng) -> T,
+        rare: &[T; N],
+    ) -> T {
+        if self.percent(percent) {
+            usual(self)
+        } else {
+            self.choose(rare)
+        }
     }
 
     /// An index into `weights`, each chosen in proportion to its weight;
@@ -183,7 +198,9 @@ mod tests {
         assert_eq!(rng.between(9, 2), 9);
         let _ = rng.between(0, u64::MAX);
         assert_eq!(rng.pick::<u8>(&[]), None);
-        assert_eq!(rng.choose::<u8>(&[], 4), 4);
+        assert_eq!(rng.choose(&[4]), 4);
+        assert!((0..100).all(|_| rng.mostly(100, |_| 1, &[2]) == 1));
+        assert!((0..100).all(|_| rng.mostly(0, |_| 1, &[2]) == 2));
         assert_eq!(rng.weighted(&[0, 0, 5]), 2);
         assert_eq!(rng.weighted(&[0, 0]), 1);
         let mut seen = [0u32; 3];

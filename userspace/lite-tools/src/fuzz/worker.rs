@@ -126,9 +126,8 @@ impl Caller<'_, '_> {
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
         let plan = &self.run.ctx.plan;
-        let (me, proc, thread) = (plan.me, plan.proc, self.thread);
-        let helper = if self.helper { " (helper)" } else { "" };
-        let origin = format!("node {me} proc {proc} thread {thread}{helper} step {step}");
+        let slot = self.thread as usize + if self.helper { MAX_THREADS } else { 0 };
+        let origin = report::origin(plan.me, plan.proc as usize, slot, step);
         report::alarm(plan.shared, plan.proc as usize, &origin, what, reason);
     }
 }
