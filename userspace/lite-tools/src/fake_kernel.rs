@@ -1372,8 +1372,12 @@ impl Kernel for FakeKernel {
         let mut cluster = self.cluster_state();
         or_return!(self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0));
         cluster.failures.changed();
-        // Handles of the old membership are gone, even those a defect keeps.
-        self.release_handles(&mut process, &mut cluster);
+        // Handles of the old membership are gone, even those a defect keeps
+        // (but for a fenced node's, under `handles_survive_rejoin`).
+        let fenced = cluster.failures.failed.contains(&self.id);
+        if !(fenced && self.defects.handles_survive_rejoin) {
+            self.release_handles(&mut process, &mut cluster);
+        }
         process.joined = false;
         cluster.gone.insert(self.id);
         // Locks are charged for as long as the node is a member.

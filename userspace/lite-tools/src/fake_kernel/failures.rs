@@ -127,16 +127,6 @@ impl FakeKernel {
         self.fail_node();
     }
 
-    /// Counts this node in the cluster again after [`FakeKernel::fail_node`]
-    /// as its next incarnation, keeping every handle its process holds:
-    /// what a kernel would do whose handles wrongly outlive the
-    /// membership they belong to.
-    pub fn revive_node(&self) {
-        let mut cluster = self.cluster_state();
-        cluster.gone.remove(&self.id);
-        cluster.failures.rejoined(self.id);
-    }
-
     /// Pauses this node until [`FakeKernel::resume`].
     pub fn pause(&self) {
         let failures = &mut self.cluster_state().failures;

@@ -172,19 +172,6 @@ fn await_everywhere(consoles: &[SharedOutput], marker: &str) {
     }
 }
 
-/// Lets the cut node `node` join again as its next incarnation: the old
-/// membership ends with everything its process held, unless `defects`
-/// keep its handles.
-fn rejoin(node: &FakeKernel, defects: Defects) {
-    if defects.handles_survive_rejoin {
-        node.revive_node();
-    } else {
-        node.leave(0);
-        let joined = join_call(node, Ipv4Addr::new(10, 77, 0, 254));
-        assert_eq!(joined, 3, "the model joins again");
-    }
-}
-
 /// Runs the whole test on a three-node model. Like the harness, it pauses
 /// node 2 [`MODEL_PAUSES`] times once every node's pause traffic runs,
 /// then cuts node 3 off once it prints its marker and lets it join again
@@ -247,7 +234,10 @@ fn run_partition(defects: Defects) -> Vec<(String, TapSummary)> {
             thread::sleep(Duration::from_millis(1));
         }
         thread::sleep(CUT_FOR);
-        rejoin(cut_node, defects);
+        // The old membership ends with everything its process held.
+        cut_node.leave(0);
+        let joined = join_call(cut_node.as_ref(), Ipv4Addr::new(10, 77, 0, 254));
+        assert_eq!(joined, 3, "the model joins again");
         runs.into_iter()
             .map(|run| run.join().expect("a node's thread"))
             .collect()
