@@ -1,7 +1,7 @@
 use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
 use super::*;
 use crate::cluster_test::tests::defects_with;
-use crate::debugfs::{parse_stats, Operation, STATS_FILE};
+use crate::debugfs::Operation;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::tap::{
     assert_contains, assert_contains_all, assert_count, capture, failures, TapSummary,
@@ -182,9 +182,7 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     // that wrote before the failure was noted began before it, and the
     // round after the next write began after it.
     let writes_reach = |count: u64| loop {
-        let text = kernel.read_debugfs(STATS_FILE).expect("a file");
-        let stats = parse_stats(&text.expect("read")).expect("stats");
-        let writes = stats.ops_of(Operation::Write);
+        let writes = kernel.operations(Operation::Write);
         if writes >= count {
             return writes;
         }
