@@ -87,8 +87,6 @@ use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
-#[cfg(test)]
-mod dying;
 pub mod overload;
 pub mod rejoin;
 mod victim;

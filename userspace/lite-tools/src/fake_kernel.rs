@@ -10,7 +10,7 @@
 //! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
 //! every node. RPC ports and messages are modelled in [`rpc`], locks,
 //! operation statistics and QoS parameters in [`sync`], the users' and
-//! nodes' quotas in [`quotas`]; dropping a kernel is its process exiting
+//! nodes' quotas in [`quotas`], nodes that fail or pause in [`failures`]; dropping a kernel is its process exiting
 //! (what it created is released, its mappings dropped, its ports closed,
 //! its locks released).
 //!
@@ -49,8 +49,9 @@ use lite::sys::{
 };
 use lite::Priority;
 
+use crate::debugfs::membership::MEMBERSHIP_FILE;
 use crate::debugfs::quotas::{parse_command, Limit, Limits, Resource, Usage, QUOTAS_FILE};
-use crate::debugfs::{Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, STATS_FILE};
+use crate::debugfs::{parse_stats, Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, STATS_FILE};
 use crate::kernel::{kernel_calls, Kernel};
 use crate::plan::others_in_ring_order;
 
@@ -85,6 +86,7 @@ macro_rules! or_return {
     };
 }
 
+mod failures;
 mod quotas;
 pub(crate) mod rpc;
 mod sync;
@@ -148,6 +150,21 @@ pub struct Defects {
     /// when a member departs while it is in progress; every process counts
     /// its barriers from round 1.
     pub barrier_fails_in_round: Option<u64>,
+    /// Transfers from or to a failed node fail with `EIO` rather than
+    /// `EHOSTDOWN`.
+    pub host_down_as_eio: bool,
+    /// A node cut off does not fence its peers: its transfers still land
+    /// (and succeed).
+    pub writes_land_while_cut: bool,
+    /// A node cut off keeps its handles when it joins again, so that its
+    /// old mappings write into their LMRs again.
+    pub handles_survive_rejoin: bool,
+    /// Transfers fail with `EHOSTDOWN` while a node is paused, as if its
+    /// silence had broken the connections.
+    pub transfers_fail_while_paused: bool,
+    /// A paused node counts as dead: the others count one node less while
+    /// it is paused, and every pause makes it a new incarnation.
+    pub pause_is_a_death: bool,
 }
 
 /// Every permission bit the ABI defines.
@@ -230,6 +247,8 @@ struct Cluster {
     /// Each node's administrators' group ([`ADMIN_GROUP_FILE`]); a node
     /// without an entry has none. Like the kernel's, it outlives leaves.
     admin_groups: BTreeMap<u32, u32>,
+    /// Nodes that failed, paused, and who watches the membership.
+    failures: failures::Failures,
 }
 
 impl Cluster {
@@ -298,7 +317,9 @@ struct Process {
 
 struct Shared {
     cluster: Mutex<Cluster>,
-    barrier: Condvar,
+    /// Signals a change of the cluster: a barrier entered, a node failed
+    /// or resumed, the cluster's size read.
+    changed: Condvar,
     rpc: rpc::Rpc,
     sync: sync::Sync,
 }
@@ -457,7 +478,7 @@ impl FakeKernel {
                 next_lmr: 1,
                 ..Cluster::default()
             }),
-            barrier: Condvar::new(),
+            changed: Condvar::new(),
             rpc: rpc::Rpc::new(),
             sync: sync::Sync::new(),
         })
@@ -492,6 +513,13 @@ impl FakeKernel {
     /// Number of LMRs in the whole cluster.
     pub fn live_lmrs(&self) -> usize {
         lock(&self.shared.cluster).lmrs.len()
+    }
+
+    /// How many operations `op` this node made, as its statistics count
+    /// them.
+    pub fn operations(&self, op: Operation) -> u64 {
+        let text = self.shared.sync.stats_text(self.id, self.stats());
+        parse_stats(&text).map_or(0, |stats| stats.ops_of(op))
     }
 
     /// Number of RPC ports open in the whole cluster.
@@ -777,27 +805,6 @@ impl FakeKernel {
         Ok(())
     }
 
-    /// Takes this node out of the cluster as if the manager had declared it
-    /// dead: the other nodes stop counting it, and nothing new goes to it.
-    /// The locks its threads hold go to their next waiters, or to whoever
-    /// takes them next, with `EOWNERDEAD`, and its threads' own waits for
-    /// locks end. Whatever else it created or holds stays (the caller
-    /// models what goes).
-    pub fn fail_node(&self) {
-        self.cluster_state().gone.insert(self.id);
-        let id = self.id;
-        self.shared
-            .sync
-            .holders_gone(|owner| owner.node == id, self.defects);
-    }
-
-    /// Counts this node in the cluster again after [`FakeKernel::fail_node`],
-    /// keeping every handle its process holds: what a kernel would do
-    /// whose handles wrongly outlive the membership they belong to.
-    pub fn revive_node(&self) {
-        self.cluster_state().gone.remove(&self.id);
-    }
-
     /// Releases an LMR created by this process: its names go and its
     /// mappings are revoked (the defects keep the data reachable).
     fn release(&self, process: &mut Process, cluster: &mut Cluster, handle: u64) {
@@ -856,9 +863,11 @@ impl FakeKernel {
             allow_freed,
             ..Access::to(perm)
         };
-        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
+        let lmr_id = self.check_access(&process, &cluster, handle, access, offset, size)?;
         check_pointer(address, size)?;
-        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
+        let lmr = cluster.lmrs.get(&lmr_id).ok_or(err(libc::EBADF))?;
+        self.check_reachable(&cluster, lmr)?;
+        let lmr = cluster.lmrs.get_mut(&lmr_id).ok_or(err(libc::EBADF))?;
         if let Buffer::Source(source) = buf {
             // SAFETY: the caller guarantees `size` readable bytes at `buf`.
             let source = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), size as usize) };
@@ -893,6 +902,7 @@ impl FakeKernel {
             (Buffer::Destination(_), true) => Operation::ReadAsync,
         };
         self.counted(op, priority, size, || {
+            or_return!(self.wait_out_pause());
             let data = or_return!(self.do_transfer(args, !asynchronous));
             match (buf, asynchronous) {
                 (Buffer::Source(_), false) => 0,
@@ -924,6 +934,7 @@ impl FakeKernel {
     ) -> c_long {
         let priority = priority_of(port_priority);
         let rpc = &self.shared.rpc;
+        fail_if!(self.has_failed(node), libc::EHOSTDOWN);
         if !name.ends_with("_async") {
             return self.counted(Operation::RpcCall, priority, size, || {
                 // SAFETY: the caller upholds the system call's contract.
@@ -1334,12 +1345,16 @@ impl Kernel for FakeKernel {
         let text = unsafe { std::slice::from_raw_parts(cm_ip.cast::<u8>(), len) };
         let valid = std::str::from_utf8(text).is_ok_and(|t| t.parse::<Ipv4Addr>().is_ok());
         fail_if!(!valid, libc::EINVAL);
+        self.await_watchers();
         let mut process = lock(&self.process);
         fail_if!(process.joined, libc::EISCONN);
         fail_if!(self.defects.refuse_join, libc::ECONNREFUSED);
         process.joined = true;
         // A node that left or failed comes back with its id.
-        self.cluster_state().gone.remove(&self.id);
+        let mut cluster = self.cluster_state();
+        if cluster.gone.remove(&self.id) {
+            cluster.failures.rejoined(self.id);
+        }
         self.id.into()
     }
 
@@ -1351,12 +1366,18 @@ impl Kernel for FakeKernel {
             unknown_flags && !self.defects.leave_accepts_unknown_flags,
             libc::EINVAL
         );
+        self.await_watchers();
         let mut process = lock(&self.process);
         fail_if!(!process.joined, libc::ENOTCONN);
         let mut cluster = self.cluster_state();
         or_return!(self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0));
-        // Handles of the old membership are gone, even those a defect keeps.
-        self.release_handles(&mut process, &mut cluster);
+        cluster.failures.changed();
+        // Handles of the old membership are gone, even those a defect keeps
+        // (but for a fenced node's, under `handles_survive_rejoin`).
+        let fenced = cluster.failures.failed.contains(&self.id);
+        if !(fenced && self.defects.handles_survive_rejoin) {
+            self.release_handles(&mut process, &mut cluster);
+        }
         process.joined = false;
         cluster.gone.insert(self.id);
         // Locks are charged for as long as the node is a member.
@@ -1377,7 +1398,11 @@ impl Kernel for FakeKernel {
 
     fn get_total_node(&self) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        let gone = self.cluster_state().gone.len() as u32;
+        let mut cluster = self.cluster_state();
+        let gone = cluster.gone.len() as u32 + cluster.failures.size_read(self.id, self.defects);
+        if cluster.failures.watched {
+            self.shared.changed.notify_all();
+        }
         self.nodes.saturating_sub(gone).into()
     }
 
@@ -1437,16 +1462,24 @@ impl Kernel for FakeKernel {
         fail_if!(failing, libc::EHOSTDOWN);
         let mut cluster = self.cluster_state();
         *cluster.rounds.entry(round).or_default() += 1;
-        self.shared.barrier.notify_all();
-        let (_cluster, timeout) = self
+        self.shared.changed.notify_all();
+        let missing = |cluster: &Cluster| cluster.rounds.get(&round).copied().unwrap_or(0) < num;
+        let (cluster, _) = self
             .shared
-            .barrier
+            .changed
             .wait_timeout_while(cluster, BARRIER_TIMEOUT, |cluster| {
-                cluster.rounds.get(&round).copied().unwrap_or(0) < num
+                missing(cluster) && !self.needs_failed(cluster, num)
             })
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        fail_if!(timeout.timed_out(), libc::ETIMEDOUT);
-        0
+        if !missing(&cluster) {
+            return 0;
+        }
+        let lost = self.needs_failed(&cluster, num);
+        err(if lost {
+            libc::EHOSTDOWN
+        } else {
+            libc::ETIMEDOUT
+        })
     }
 
     fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
@@ -1715,6 +1748,7 @@ impl Kernel for FakeKernel {
         // Locks take no priority: the kernel counts them under "none".
         self.counted_as(Operation::Lock, Some(Priority::None), 0, || {
             let key = or_return!(self.lock_key(lock));
+            fail_if!(self.has_failed(key.0), libc::EHOSTDOWN);
             let owner = sync::Owner::current(self.id, self.process_id);
             self.shared.sync.lock(owner, key, self.defects)
         })
@@ -1763,6 +1797,7 @@ impl Kernel for FakeKernel {
             STATS_FILE => Ok(self.shared.sync.stats_text(self.id, self.stats())),
             QUOTAS_FILE => Ok(self.quotas_text()),
             ADMIN_GROUP_FILE => Ok(self.admin_group_text()),
+            MEMBERSHIP_FILE => Ok(self.membership_text()),
             _ => self.shared.sync.read_qos(self.id, name),
         };
         Some(text.map_err(std::io::Error::from_raw_os_error))

@@ -10,15 +10,11 @@ use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
 
 /// LITE's system calls, one line each, for [`Kernel`]'s declarations and
-/// for kernels whose calls pass straight through: `kernel_calls!(MODE:
+/// for kernels that make several calls one way: `kernel_calls!(MODE:
 /// all)` or `kernel_calls!(MODE: name, name, ...)`, where MODE is
-/// `declare` (the trait's declarations), `sys` (the real system calls) or
-/// a field of `self` holding another [`Kernel`] (a model that changes only
-/// the calls it defines itself). `FIELD through HOOK` passes the unsafe
-/// calls named through `self.HOOK(first argument, call)`, which makes the
-/// call or returns instead; `via METHOD` makes the unsafe calls named
-/// `self.METHOD(name, (arguments))`, for a kernel that makes several
-/// calls one way; `(PATH) with HOOK` makes the calls named
+/// `declare` (the trait's declarations) or `sys` (the real system calls);
+/// `via METHOD` makes the unsafe calls named
+/// `self.METHOD(name, (arguments))`; `(PATH) with HOOK` makes the calls named
 /// `self.HOOK(|context| self.PATH.call(context, arguments))`, for a model
 /// whose part at PATH needs what HOOK knows of the caller. One table, so
 /// that no kernel repeats the signatures.
@@ -38,9 +34,6 @@ macro_rules! kernel_calls {
     };
     ($path:tt with $hook:ident: $($call:ident),+ $(,)?) => {
         $($crate::kernel::kernel_calls!(@call (with $hook $path) $call);)+
-    };
-    ($inner:ident through $hook:ident: $($call:ident),+ $(,)?) => {
-        $($crate::kernel::kernel_calls!(@call ($inner through $hook) $call);)+
     };
     ($mode:ident: $($call:ident),+ $(,)?) => {
         $($crate::kernel::kernel_calls!(@call $mode $call);)+
@@ -172,24 +165,6 @@ macro_rules! kernel_calls {
         unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
             // SAFETY: the caller upholds the contract, which the method relies on.
             unsafe { self.$method(stringify!($name), ($($arg),*)) }
-        }
-    };
-    (@item ($inner:ident through $hook:ident) unsafe
-        $name:ident($first:ident: $first_ty:ty $(, $arg:ident: $ty:ty)*)) => {
-        unsafe fn $name(&self, $first: $first_ty, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the contract, the same underneath.
-            self.$hook($first, || unsafe { self.$inner.$name($first, $($arg),*) })
-        }
-    };
-    (@item $inner:ident unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the contract, the same underneath.
-            unsafe { self.$inner.$name($($arg),*) }
-        }
-    };
-    (@item $inner:ident $name:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            self.$inner.$name($($arg),*)
         }
     };
 }

@@ -73,8 +73,6 @@ use crate::pattern;
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 
-#[cfg(test)]
-mod model;
 pub mod pauses;
 
 pub use pauses::{PAUSES_OVER_MARKER, PAUSE_READY_MARKER};

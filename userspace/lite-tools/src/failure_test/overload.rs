@@ -160,16 +160,13 @@ mod tests {
     /// which node 2 takes part only when `both`, else it only enters the
     /// barriers; node 1's outcome.
     fn overload_node_1(both: bool) -> Result<Overload, String> {
-        let kernels = FakeKernel::cluster(2, Defects::default());
+        let kernels = FakeKernel::joined_cluster(2, Defects::default());
         let length = Duration::from_millis(100);
         thread::scope(|scope| {
             let runs: Vec<_> = (1..=2)
                 .zip(&kernels)
                 .map(|(me, kernel)| {
                     scope.spawn(move || {
-                        // SAFETY: a NUL-terminated address.
-                        let joined = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
-                        assert_eq!(joined, libc::c_long::from(me));
                         let barrier =
                             |after: &str| enter_barrier(kernel, 2, Duration::from_secs(10), after);
                         if me == 2 && !both {

@@ -44,7 +44,7 @@
 
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
@@ -763,37 +763,29 @@ struct SizeChange {
 /// change, so that no change is missed while the observer is busy.
 struct SizeWatch {
     changes: Receiver<SizeChange>,
-    stop: Arc<AtomicBool>,
+    reader: Stoppable<()>,
 }
 
 impl SizeWatch {
     /// Starts reading every `every`; the first reading is the first change.
     fn start<K: SharedKernel>(kernel: &Arc<K>, every: Duration) -> Result<Self, String> {
         let (sender, changes) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
         let kernel = Arc::clone(kernel);
-        let stopped = Arc::clone(&stop);
-        thread::Builder::new()
-            .name("cluster-size".into())
-            .spawn(move || {
-                let mut last = None;
-                while !stopped.load(Ordering::SeqCst) {
-                    let total = kernel.get_total_node();
-                    if last != Some(total) {
-                        last = Some(total);
-                        let change = SizeChange {
-                            total,
-                            at_ns: monotonic_ns(),
-                        };
-                        if sender.send(change).is_err() {
-                            return;
-                        }
+        let reader = Stoppable::spawn("cluster-size", move |stop| {
+            let mut last = None;
+            while !stop.load(Ordering::SeqCst) {
+                let total = kernel.get_total_node();
+                if last != Some(total) {
+                    last = Some(total);
+                    let at_ns = monotonic_ns();
+                    if sender.send(SizeChange { total, at_ns }).is_err() {
+                        return;
                     }
-                    thread::sleep(every);
                 }
-            })
-            .map_err(|e| format!("cannot start the thread reading the cluster's size: {e}"))?;
-        Ok(SizeWatch { changes, stop })
+                thread::sleep(every);
+            }
+        })?;
+        Ok(SizeWatch { changes, reader })
     }
 
     /// Waits until the size becomes `target`, read no later than `within`
@@ -841,7 +833,7 @@ impl SizeWatch {
 
 impl Drop for SizeWatch {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.reader.stop();
     }
 }
 

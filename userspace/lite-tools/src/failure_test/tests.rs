@@ -1,8 +1,7 @@
-use super::dying::{self, DeathDefects};
 use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
 use super::*;
 use crate::cluster_test::tests::defects_with;
-use crate::debugfs::{parse_stats, Operation, STATS_FILE};
+use crate::debugfs::Operation;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::tap::{
     assert_contains, assert_contains_all, assert_count, capture, failures, TapSummary,
@@ -183,9 +182,7 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     // that wrote before the failure was noted began before it, and the
     // round after the next write began after it.
     let writes_reach = |count: u64| loop {
-        let text = kernel.read_debugfs(STATS_FILE).expect("a file");
-        let stats = parse_stats(&text.expect("read")).expect("stats");
-        let writes = stats.ops_of(Operation::Write);
+        let writes = kernel.operations(Operation::Write);
         if writes >= count {
             return writes;
         }
@@ -292,12 +289,11 @@ fn a_victim_that_cannot_join_stops() {
 /// Runs the whole test on a model of `count` nodes whose last, the
 /// victim, dies shortly after its marker, with cycles paced by `pacing`;
 /// each survivor's output and summary.
-fn run_with_death(
-    count: u32,
-    pacing: CyclePacing,
-    defects: DeathDefects,
-) -> Vec<(String, TapSummary)> {
-    let nodes = dying::cluster(count, defects);
+fn run_with_death(count: u32, pacing: CyclePacing, defects: Defects) -> Vec<(String, TapSummary)> {
+    let nodes: Vec<Arc<FakeKernel>> = FakeKernel::watched_cluster(count, defects)
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let overload = Duration::from_millis(300);
     let config = FailureConfig {
         nodes: count,
@@ -315,7 +311,7 @@ fn run_with_death(
         let victim = &victim[0];
         assert_eq!(run_victim(victim.as_ref(), &config, &mut out), Ok(()));
         thread::sleep(Duration::from_millis(200));
-        dying::kill(victim);
+        victim.die();
         survivors
             .into_iter()
             .map(|s| s.join().expect("survivor thread"))
@@ -324,7 +320,7 @@ fn run_with_death(
 }
 
 /// Cycles paced for a model whose membership changes at once and whose
-/// observers read every size (see [`dying`]). The bounds are the
+/// observers read every size (see [`FakeKernel::watched_cluster`]). The bounds are the
 /// machines': before its first leave the leaver reads 16 MiB through a
 /// mapping, which on a loaded host takes seconds.
 const TEST_PACING: CyclePacing = CyclePacing {
@@ -349,7 +345,7 @@ const B_POINTS: u32 = 5;
 
 #[test]
 fn survivors_of_a_correct_kernel_pass_every_point() {
-    let results = run_with_death(4, TEST_PACING, DeathDefects::default());
+    let results = run_with_death(4, TEST_PACING, Defects::default());
     let points = [A_POINTS, B_POINTS, 0].map(|extra| FAILURE_POINTS + extra);
     for (node, (output, summary)) in (1..).zip(&results) {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
@@ -431,7 +427,7 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
 
 #[test]
 fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
-    let results = run_with_death(3, TEST_PACING, DeathDefects::default());
+    let results = run_with_death(3, TEST_PACING, Defects::default());
     // Node 1 is survivor A, node 2 survivor B (and the leaver).
     for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
         let failed = failures(output);
@@ -447,7 +443,7 @@ fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
 
 #[test]
 fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
-    let defects = DeathDefects::with(|d| d.kernel.lock_hides_owner_death = true);
+    let defects = defects_with(|d| d.lock_hides_owner_death = true);
     let results = run_with_death(4, TEST_PACING, defects);
     let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
     // Survivor A takes lock O with 0, survivor B gets lock W with 0;
@@ -465,7 +461,7 @@ fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
 
 #[test]
 fn bytes_lost_by_a_leave_are_caught() {
-    let defects = DeathDefects::with(|d| d.kernel.leave_loses_moved_bytes = true);
+    let defects = defects_with(|d| d.leave_loses_moved_bytes = true);
     let results = run_with_death(4, TEST_PACING, defects);
     for (output, _) in &results[..2] {
         let failed = failures(output);
@@ -480,7 +476,7 @@ fn bytes_lost_by_a_leave_are_caught() {
 
 #[test]
 fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
-    let defects = DeathDefects::with(|d| d.kernel.leave_refuses_mapped_lmrs = true);
+    let defects = defects_with(|d| d.leave_refuses_mapped_lmrs = true);
     // The leave never comes: the observers need not wait long for it.
     let pacing = CyclePacing {
         first_leave: Duration::from_secs(2),
@@ -518,7 +514,7 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
 
 #[test]
 fn a_dead_node_reported_as_an_io_error_is_caught() {
-    let defects = DeathDefects::with(|d| d.write_fails_with_eio = true);
+    let defects = defects_with(|d| d.host_down_as_eio = true);
     for (output, _) in run_with_death(4, TEST_PACING, defects) {
         let failed = failures(&output);
         assert_eq!(failed.len(), 1, "{failed:?}");

@@ -304,6 +304,19 @@ impl Rpc {
         }
     }
 
+    /// `node` failed: the calls queued on its ports fail with `-EHOSTDOWN`.
+    pub(super) fn node_failed(&self, node: u32) {
+        let mut state = self.state();
+        let mut calls = Vec::new();
+        for (_, port) in state.ports.range_mut((node, 0)..=(node, u32::MAX)) {
+            port.queue
+                .retain(|message| message.call.map(|c| calls.push(c)).is_none());
+        }
+        for call in calls {
+            state.finish(call, Err(err(libc::EHOSTDOWN)));
+        }
+    }
+
     /// `lite_register_application` by a process whose user may hold
     /// `quota` ports on its node (`EDQUOT` beyond).
     ///

@@ -202,7 +202,8 @@ impl Sync {
                 counts.lock_waits += 1;
                 return ret;
             }
-            // Dropped by `holders_gone`: this caller's node went.
+            // Dropped by `holders_gone` or `home_gone`: this caller's
+            // node or the lock's home went.
             let dropped = !entry.waiting.iter().any(|w| w.ticket == ticket);
             fail_if!(dropped, libc::EHOSTDOWN);
             let now = Instant::now();
@@ -246,6 +247,16 @@ impl Sync {
             }
         }
         // Dropped waiters must wake up too.
+        self.handed.notify_all();
+    }
+
+    /// The home of the locks of node `home` failed: their waiters stop
+    /// waiting, with `-EHOSTDOWN`.
+    pub(super) fn home_gone(&self, home: u32) {
+        let mut state = self.state();
+        for (_, entry) in state.locks.range_mut((home, 0)..=(home, u32::MAX)) {
+            entry.waiting.clear();
+        }
         self.handed.notify_all();
     }
 

@@ -2,10 +2,12 @@ use std::io;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::model::{self, CutDefects};
 use super::pauses::tests::view;
 use super::*;
-use crate::fake_kernel::lock;
+use crate::cluster_test::tests::defects_with;
+use crate::debugfs::Operation;
+use crate::failure_test::join_call;
+use crate::fake_kernel::{lock, Defects, FakeKernel};
 use crate::tap::{assert_contains, assert_contains_all, failures, TapSummary};
 
 #[test]
@@ -174,8 +176,11 @@ fn await_everywhere(consoles: &[SharedOutput], marker: &str) {
 /// node 2 [`MODEL_PAUSES`] times once every node's pause traffic runs,
 /// then cuts node 3 off once it prints its marker and lets it join again
 /// [`CUT_FOR`] later. Each node's output and summary, in node order.
-fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
-    let nodes = model::cluster(3, defects);
+fn run_partition(defects: Defects) -> Vec<(String, TapSummary)> {
+    let nodes: Vec<Arc<FakeKernel>> = FakeKernel::cluster(3, defects)
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let config = PartitionConfig {
         cm: Ipv4Addr::new(10, 77, 0, 254),
         nodes: 3,
@@ -208,9 +213,9 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
             if made > 0 {
                 thread::sleep(MODEL_PAUSE_GAP);
             }
-            model::pause(&nodes[PAUSED - 1]);
+            nodes[PAUSED - 1].pause();
             thread::sleep(MODEL_PAUSE);
-            model::resume(&nodes[PAUSED - 1]);
+            nodes[PAUSED - 1].resume();
         }
         // As the harness checks: every pause fell within every node's traffic.
         for text in consoles.iter().map(SharedOutput::text) {
@@ -219,17 +224,20 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
         }
         let cut_node = &nodes[cut - 1];
         await_everywhere(&consoles[cut - 1..], READY_MARKER);
-        model::cut(cut_node);
+        cut_node.fail_node();
         // However slow the host, the writer must write after the canary
         // before the rejoin: once the holder wrote it, one of the cut
         // node's transfers returns and the next starts, then one returns.
         await_everywhere(&consoles[..1], "rdma_write of the canary");
-        let written_by_then = model::transfers(cut_node);
-        while model::transfers(cut_node) < written_by_then + 2 {
+        let written_by_then = cut_node.operations(Operation::Write);
+        while cut_node.operations(Operation::Write) < written_by_then + 2 {
             thread::sleep(Duration::from_millis(1));
         }
         thread::sleep(CUT_FOR);
-        model::rejoin(cut_node);
+        // The old membership ends with everything its process held.
+        cut_node.leave(0);
+        let joined = join_call(cut_node.as_ref(), Ipv4Addr::new(10, 77, 0, 254));
+        assert_eq!(joined, 3, "the model joins again");
         runs.into_iter()
             .map(|run| run.join().expect("a node's thread"))
             .collect()
@@ -238,7 +246,7 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
 
 #[test]
 fn every_node_of_a_correct_kernel_passes_every_point() {
-    let results = run_partition(CutDefects::default());
+    let results = run_partition(Defects::default());
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
@@ -299,13 +307,6 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     assert!(covered < marker, "{cut}");
 }
 
-/// [`run_partition`] with the one defect `set` switches on.
-fn run_partition_with(set: fn(&mut CutDefects)) -> Vec<(String, TapSummary)> {
-    let mut defects = CutDefects::default();
-    set(&mut defects);
-    run_partition(defects)
-}
-
 /// Checks that the holder's canary, and nothing else there or on node 2,
 /// caught what happened to LMR Y.
 fn assert_canary_caught(results: &[(String, TapSummary)]) {
@@ -317,7 +318,7 @@ fn assert_canary_caught(results: &[(String, TapSummary)]) {
 
 #[test]
 fn writes_that_land_while_cut_off_are_caught() {
-    let results = run_partition_with(|d| d.writes_land_while_cut = true);
+    let results = run_partition(defects_with(|d| d.writes_land_while_cut = true));
     assert_canary_caught(&results);
     assert_contains(&results[0].0, "byte(s) differ");
     // Its writes never failed while it was cut off. Whether one came
@@ -336,7 +337,7 @@ fn writes_that_land_while_cut_off_are_caught() {
 
 #[test]
 fn handles_that_survive_the_new_join_are_caught() {
-    let results = run_partition_with(|d| d.handles_survive_rejoin = true);
+    let results = run_partition(defects_with(|d| d.handles_survive_rejoin = true));
     assert_canary_caught(&results);
     // The old mapping still writes; whether the writer also wrote between
     // the new join and its end is up to timing.
@@ -350,7 +351,7 @@ fn handles_that_survive_the_new_join_are_caught() {
 
 #[test]
 fn a_cut_reported_as_an_io_error_passes_and_says_so() {
-    let results = run_partition_with(|d| d.transfers_fail_with_eio = true);
+    let results = run_partition(defects_with(|d| d.host_down_as_eio = true));
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
@@ -359,7 +360,7 @@ fn a_cut_reported_as_an_io_error_passes_and_says_so() {
 
 #[test]
 fn calls_that_fail_while_a_node_is_paused_are_caught() {
-    let results = run_partition_with(|d| d.transfers_fail_while_paused = true);
+    let results = run_partition(defects_with(|d| d.transfers_fail_while_paused = true));
     for (index, (output, _)) in results.iter().enumerate() {
         let failed = failures(output);
         assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
@@ -372,7 +373,7 @@ fn calls_that_fail_while_a_node_is_paused_are_caught() {
 
 #[test]
 fn a_paused_node_taken_for_dead_is_caught() {
-    let results = run_partition_with(|d| d.pause_is_a_death = true);
+    let results = run_partition(defects_with(|d| d.pause_is_a_death = true));
     let count = "pauses: get_total_node returned 3 in each of";
     let members = "pauses: membership lists the same incarnations";
     for index in [0, 2] {
