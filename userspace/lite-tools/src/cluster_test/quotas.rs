@@ -546,26 +546,27 @@ fn user_steps(me: u32, target: &str) -> Vec<Step> {
     use Resource::*;
     use Step::{Calls, FillUp, Quietly, Refused};
     let [remote, pinned, lmrs, names, ports, locks] = ALLOWANCES.0;
-    let (small, rest) = (kib(SMALL), remote - HALF);
-    vec![
+    let rest = remote - HALF;
+    let (half, small, memlock) = (kib(HALF), kib(SMALL), kib(MEMLOCK_LIMIT));
+    let (remote_kib, rest_kib, beyond_kib) = (kib(remote), kib(rest), kib(rest + SMALL));
+    let (pinned_kib, needed, pinned_rest) = (
+        kib(pinned),
+        kib(pinned + SMALL),
+        kib(pinned - MEMLOCK_LIMIT),
+    );
+    let last_port = FIRST_PORT as u64 + ports - 1;
+    Vec::from([
         Calls(
-            format!(
-                "allocates {} on {target}, within its remote_memory quota of {}",
-                kib(HALF),
-                kib(remote)
-            ),
+            format!("allocates {half} on {target}, within its remote_memory quota of {remote_kib}"),
             vec![Alloc(HALF)],
         ),
         beyond(
-            format!("alloc_remote of {} more on {target}", kib(rest + SMALL)),
+            format!("alloc_remote of {beyond_kib} more on {target}"),
             Alloc(rest + SMALL),
             RemoteMemory,
         ),
         Calls(
-            format!(
-                "allocates {} more, exactly up to its remote_memory quota, and frees it",
-                kib(rest)
-            ),
+            format!("allocates {rest_kib} more, exactly up to its remote_memory quota, and frees it"),
             vec![Alloc(rest), FreeLast],
         ),
         Calls(
@@ -577,15 +578,11 @@ fn user_steps(me: u32, target: &str) -> Vec<Step> {
         beyond("add_ask_mr_table of a fourth name", Publish(3), Names),
         beyond(format!("wrap_alloc of {small} under a fifth name"), Wrap(4), Names),
         Calls(
-            format!("lowers its RLIMIT_MEMLOCK to {}", kib(MEMLOCK_LIMIT)),
+            format!("lowers its RLIMIT_MEMLOCK to {memlock}"),
             vec![Memlock(Some(MEMLOCK_LIMIT))],
         ),
         Calls(
-            format!(
-                "registers {} of its memory, within RLIMIT_MEMLOCK and its pinned_memory quota of {}",
-                kib(MEMLOCK_LIMIT),
-                kib(pinned)
-            ),
+            format!("registers {memlock} of its memory, within RLIMIT_MEMLOCK and its pinned_memory quota of {pinned_kib}"),
             vec![Register(MEMLOCK_LIMIT)],
         ),
         Refused(
@@ -595,17 +592,11 @@ fn user_steps(me: u32, target: &str) -> Vec<Step> {
             libc::ENOMEM,
         ),
         Calls(
-            format!(
-                "raises RLIMIT_MEMLOCK to its hard limit, at least {}",
-                kib(pinned + SMALL)
-            ),
+            format!("raises RLIMIT_MEMLOCK to its hard limit, at least {needed}"),
             vec![Memlock(None)],
         ),
         Calls(
-            format!(
-                "registers {} more, exactly up to its pinned_memory quota",
-                kib(pinned - MEMLOCK_LIMIT)
-            ),
+            format!("registers {pinned_rest} more, exactly up to its pinned_memory quota"),
             vec![RegisterRest],
         ),
         beyond(format!("register_lmr of {small} more"), Register(SMALL), PinnedMemory),
@@ -616,25 +607,14 @@ fn user_steps(me: u32, target: &str) -> Vec<Step> {
         ),
         beyond(format!("alloc_remote of {small} more on {target}"), Alloc(SMALL), Lmrs),
         FillUp(
-            format!(
-                "registers RPC ports {FIRST_PORT} to {} up to its rpc_ports quota of {ports}",
-                FIRST_PORT as u64 + ports - 1
-            ),
+            format!("registers RPC ports {FIRST_PORT} to {last_port} up to its rpc_ports quota of {ports}"),
             RpcPorts,
             Port,
         ),
-        beyond(
-            format!("register_application of port {}", FIRST_PORT as u64 + ports),
-            Port,
-            RpcPorts,
-        ),
-        FillUp(
-            format!("creates locks on node {me} up to its locks quota of {locks}"),
-            Locks,
-            Lock,
-        ),
+        beyond(format!("register_application of port {}", last_port + 1), Port, RpcPorts),
+        FillUp(format!("creates locks on node {me} up to its locks quota of {locks}"), Locks, Lock),
         beyond(format!("create_lock on node {me}"), Lock, Locks),
-    ]
+    ])
 }
 
 /// The calls of the quota user's process, each with its verdict (the
