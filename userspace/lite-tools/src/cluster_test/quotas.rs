@@ -429,7 +429,7 @@ impl<K> Holder<K> {
 /// Starts the quota user's process as a copy of this program and reads
 /// its report up to `ready`.
 fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
-    let mut child = spawn_as(plan.uid, &plan.to_args())?;
+    let mut child = spawn_as(plan.uid, plan.uid, &plan.to_args())?;
     let Some(stdout) = child.stdout.take() else {
         let _ = finish(child);
         return Err("the child has no stdout".to_string());
