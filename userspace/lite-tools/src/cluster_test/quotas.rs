@@ -308,14 +308,8 @@ fn with_user_process<K: Kernel, W: Write>(
             "node {me}: no process started as uid {uid}: the kernel model runs its calls in a process of its own for that user"
         ));
         let (points, held) = user_calls(&process, plan);
-        Ok(Started {
-            points,
-            usage: Ok(held.usage),
-            holder: Holder::Model {
-                process,
-                pages: held.pages,
-            },
-        })
+        let pages = held.pages;
+        Ok((points, Ok(held.usage), Holder::Model { process, pages }))
     } else {
         tap.skip(
             &format!("{who} holds no more than its quotas allow"),
@@ -324,7 +318,7 @@ fn with_user_process<K: Kernel, W: Write>(
         return;
     };
     let (points, usage, holder) = match started {
-        Ok(started) => (started.points, started.usage, started.holder),
+        Ok(started) => started,
         Err(reason) => {
             tap.not_ok(&format!("{who} starts"), &reason);
             return;
@@ -336,13 +330,9 @@ fn with_user_process<K: Kernel, W: Write>(
         &format!("node {me}: while its process holds what it got, usage uid {uid} shows that on top of what uid {uid} held before"),
         expected.clone().and_then(|(held, expected)| {
             let shown = read_quotas(kernel)?.usage_of(uid);
-            if shown == expected {
-                Ok(())
-            } else {
-                Err(format!(
-                    "it shows {shown}; before {before}, the process holds {held}"
-                ))
-            }
+            unless(shown == expected, || {
+                format!("it shows {shown}; before {before}, the process holds {held}")
+            })
         }),
     );
     tap.check(
@@ -383,13 +373,9 @@ fn wait_for_usage<K: Kernel>(kernel: &K, uid: u32, expected: &Usage) -> Result<(
     }
 }
 
-/// The quota user's process, started, with what it reported.
-struct Started<K> {
-    points: ChildPoints,
-    /// What it holds, as it reported.
-    usage: Result<Usage, String>,
-    holder: Holder<K>,
-}
+/// The quota user's process, started: what it reported (its points and
+/// what it holds) and the process.
+type Started<K> = (ChildPoints, Result<Usage, String>, Holder<K>);
 
 /// The quota user's process while it holds what it got.
 enum Holder<K> {
@@ -436,11 +422,8 @@ fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
     };
     let mut out = BufReader::new(stdout);
     let (points, usage) = read_report(&mut out);
-    Ok(Started {
-        points,
-        usage: usage.unwrap_or_else(|| Err(format!("the child reported no {HOLDS} line"))),
-        holder: Holder::Child { child, out },
-    })
+    let usage = usage.unwrap_or_else(|| Err(format!("the child reported no {HOLDS} line")));
+    Ok((points, usage, Holder::Child { child, out }))
 }
 
 /// Reads the child's lines up to `ready` (or the end): its points and
