@@ -1177,15 +1177,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_node_that_joined_earlier_skips_the_pre_join_cases() {
-        let kernels = FakeKernel::cluster(2, Defects::default());
-        assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
-        let (output, summary) = run_kernels(kernels, 2, Defects::default()).remove(0);
-        assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(output.matches("# SKIP node joined before").count(), 24);
-    }
-
-    #[test]
     fn four_nodes_after_a_death_and_a_rejoin_pass_every_case() {
         // As in the failure test: nodes 1 to 3 joined long before and node
         // 3 also left and joined again; node 4 died, and its rebooted
