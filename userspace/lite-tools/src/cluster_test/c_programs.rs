@@ -140,27 +140,35 @@ fn points_test<W: Write>(tap: &mut Tap<W>, label: &str, program: &str, args: &[S
     );
 }
 
+/// Runs `program` with `args` as the point `point`: it must exit with 0
+/// and print every line of `wanted`.
+fn check_program<W: Write>(
+    tap: &mut Tap<W>,
+    point: &str,
+    program: &str,
+    args: &[&str],
+    wanted: &[&str],
+) {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    tap.check(
+        point,
+        run_program(program, &args).and_then(|f| judge(&f, wanted)),
+    );
+}
+
 /// `lite_rpc`: node [`RPC_SERVER`] serves, the last node calls it.
 fn rpc_example<W: Write>(tap: &mut Tap<W>, cm: &str, me: u32, nodes: u32) {
-    let client = nodes;
     if me == RPC_SERVER {
-        let outcome = run_program("lite_rpc", &[cm.to_string(), "server".into()])
-            .and_then(|f| judge(&f, &["stopped"]));
-        tap.check(
-            &format!("node {me}: lite_rpc server answers until told to stop"),
-            outcome,
-        );
+        let point = format!("node {me}: lite_rpc server answers until told to stop");
+        check_program(tap, &point, "lite_rpc", &[cm, "server"], &["stopped"]);
     }
-    if me == client {
-        let outcome = run_program(
-            "lite_rpc",
-            &[cm.to_string(), "client".into(), RPC_SERVER.to_string()],
-        )
-        .and_then(|f| judge(&f, &["hello -> ", "remote -> ", "procedure -> "]));
+    if me == nodes {
         let point = format!(
             "node {me}: lite_rpc client gets a reply to each request from node {RPC_SERVER}"
         );
-        tap.check(&point, outcome);
+        let args = [cm, "client", &RPC_SERVER.to_string()];
+        let wanted = ["hello -> ", "remote -> ", "procedure -> "];
+        check_program(tap, &point, "lite_rpc", &args, &wanted);
     }
 }
 
@@ -196,40 +204,27 @@ pub(super) fn run<K: Kernel, W: Write>(
     let mut python_args = vec![PYTHON_TEST.to_string()];
     python_args.extend(me_nodes);
     points_test(tap, "python", "python3", &python_args, me);
-    let snippet =
-        run_program("python3", &[README_EXAMPLE.to_string()]).and_then(|f| judge(&f, &[]));
-    tap.check(
-        &format!("node {me}: the README's Python snippet runs without an error"),
-        snippet,
-    );
-
-    let hello = run_program("lite_hello", std::slice::from_ref(&cm))
-        .and_then(|f| judge(&f, &["read back from node", ": hello"]));
-    tap.check(
-        &format!("node {me}: lite_hello writes hello to another node and reads it back"),
-        hello,
-    );
-
+    let point = format!("node {me}: the README's Python snippet runs without an error");
+    check_program(tap, &point, "python3", &[README_EXAMPLE], &[]);
+    let point = format!("node {me}: lite_hello writes hello to another node and reads it back");
+    let wanted = ["read back from node", ": hello"];
+    check_program(tap, &point, "lite_hello", &[&cm], &wanted);
     let wanted: &[&str] = match me {
         1 => &["published"],
         2 => &["read from node 1: shared by name"],
         _ => &[],
     };
-    let share =
-        run_program("lite_share", &[cm.clone(), nodes.to_string()]).and_then(|f| judge(&f, wanted));
-    tap.check(
-        &format!("node {me}: lite_share on {nodes} nodes (node 2 reads what node 1 published)"),
-        share,
-    );
+    let cm_nodes = [cm.as_str(), &nodes.to_string()];
+    let point =
+        format!("node {me}: lite_share on {nodes} nodes (node 2 reads what node 1 published)");
+    check_program(tap, &point, "lite_share", &cm_nodes, wanted);
 
     barrier(kernel, tap, nodes, "lite_rpc")?;
     rpc_example(tap, &cm, me, nodes);
 
     barrier(kernel, tap, nodes, "lite_lock")?;
-    let lock = run_program("lite_lock", &[cm, nodes.to_string()]).and_then(|f| judge(&f, &[]));
-    tap.check(
-        &format!("node {me}: lite_lock on {nodes} nodes counts every increment under the lock"),
-        lock,
-    );
+    let point =
+        format!("node {me}: lite_lock on {nodes} nodes counts every increment under the lock");
+    check_program(tap, &point, "lite_lock", &cm_nodes, &[]);
     barrier(kernel, tap, nodes, "the C programs' end")
 }

@@ -29,13 +29,13 @@ use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use libc::{c_long, getegid, geteuid, getgid, getuid};
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
 use super::processes::{
-    child_args, collect, finish, report_point, run_child, ChildPoints, CHILD_SUBCOMMAND,
+    child_args, child_command, collect, finish, report_point, run_child, ChildPoints,
 };
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
@@ -52,7 +52,7 @@ mod admin_group;
 /// User and group the unprivileged copy runs as (`nobody`, `nogroup`).
 const NOBODY: u32 = 65534;
 
-/// Child kind (after [`CHILD_SUBCOMMAND`]) of the unprivileged copy.
+/// Child kind (after [`CHILD_SUBCOMMAND`](super::processes::CHILD_SUBCOMMAND)) of the unprivileged copy.
 const KIND: &str = "unprivileged";
 
 /// Size of the LMRs allocated here.
@@ -218,19 +218,13 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
 /// Runs a copy of this program (`__child ARGS..`) started as user `uid`
 /// and group `gid`; the points it reported, and how it ended.
 fn in_child(uid: u32, gid: u32, args: &[String]) -> (ChildPoints, Result<(), String>) {
-    let mut child = match spawn_as_user_and_group(uid, gid, args) {
+    let mut child = match spawn_as(uid, gid, args) {
         Ok(child) => child,
         Err(reason) => return (Vec::new(), Err(reason)),
     };
     let out = child.stdout.take();
     let points = out.map_or_else(Vec::new, |out| collect(&mut BufReader::new(out), false));
     (points, finish(child))
-}
-
-/// Starts `lite-cluster-test __child ARGS..` as user and group `uid`,
-/// with its stdin and stdout piped (see [`spawn_as_user_and_group`]).
-pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
-    spawn_as_user_and_group(uid, uid, args)
 }
 
 /// Starts `lite-cluster-test __child ARGS..` as user `uid` and group
@@ -243,28 +237,20 @@ pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
 /// `gid` is its real, effective and file system group.
 /// It then runs on its own: the program is static and reads no file
 /// (it checks its credentials in `/proc/self`, its own).
-fn spawn_as_user_and_group(uid: u32, gid: u32, args: &[String]) -> Result<Child, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    Command::new(&exe)
-        .arg(CHILD_SUBCOMMAND)
-        .args(args)
-        .gid(gid)
-        .uid(uid)
-        // The working directory of root may be closed to others.
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            let closed = closed_to_others(&exe).map(|path| path.display().to_string());
-            let closed = closed.map(|path| format!(" ({path} is not open to others)"));
-            let exe = exe.display();
-            format!(
-                "starting {exe} as uid {uid}, gid {gid}: {e}{}",
-                closed.unwrap_or_default()
-            )
-        })
+pub(super) fn spawn_as(uid: u32, gid: u32, args: &[String]) -> Result<Child, String> {
+    let mut command = child_command(args)?;
+    // The working directory of root may be closed to others.
+    let spawned = command.gid(gid).uid(uid).current_dir("/").spawn();
+    spawned.map_err(|e| {
+        let exe = Path::new(command.get_program());
+        let closed = closed_to_others(exe).map(|path| path.display().to_string());
+        let closed = closed.map(|path| format!(" ({path} is not open to others)"));
+        let exe = exe.display();
+        format!(
+            "starting {exe} as uid {uid}, gid {gid}: {e}{}",
+            closed.unwrap_or_default()
+        )
+    })
 }
 
 /// The first of `exe` and the directories above it that others may not
@@ -278,7 +264,7 @@ fn closed_to_others(exe: &Path) -> Option<&Path> {
 }
 
 /// Entry point of the unprivileged copy: `args` follow
-/// [`CHILD_SUBCOMMAND`]. The exit status, or `None` for other kinds.
+/// [`CHILD_SUBCOMMAND`](super::processes::CHILD_SUBCOMMAND). The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);

@@ -63,15 +63,19 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
 }
 
 pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
+    let spawned = child_command(args)?.spawn();
+    spawned.map_err(|e| format!("spawning a child: {e}"))
+}
+
+/// The command `lite-cluster-test __child ARGS..`, with its stdin and
+/// stdout piped.
+pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    Command::new(exe)
-        .arg(CHILD_SUBCOMMAND)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("spawning a child: {e}"))
+    let mut command = Command::new(exe);
+    command.arg(CHILD_SUBCOMMAND).args(args);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped());
+    command.stderr(Stdio::inherit());
+    Ok(command)
 }
 
 /// [`spawn`]s a child of `kind` with `args`, as they print.

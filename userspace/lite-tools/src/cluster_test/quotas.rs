@@ -25,8 +25,8 @@ use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{
-    barrier, check_free, handle_of, name_of, read_debugfs_as, refused_debugfs_line,
-    write_debugfs_line, InStep, UserPages, NO_DEBUGFS,
+    barrier, check_free, name_of, read_debugfs_as, refused_debugfs_line, write_debugfs_line,
+    InStep, UserPages, NO_DEBUGFS,
 };
 use super::privilege::{report, report_as_user, spawn_as};
 use super::processes::{
@@ -40,7 +40,7 @@ use crate::debugfs::quotas::{
     DEFAULT_LIMITS, QUOTAS_FILE,
 };
 use crate::debugfs::DEBUGFS_DIR;
-use crate::errno::{expect_errno, expect_zero};
+use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
@@ -308,14 +308,8 @@ fn with_user_process<K: Kernel, W: Write>(
             "node {me}: no process started as uid {uid}: the kernel model runs its calls in a process of its own for that user"
         ));
         let (points, held) = user_calls(&process, plan);
-        Ok(Started {
-            points,
-            usage: Ok(held.usage),
-            holder: Holder::Model {
-                process,
-                pages: held.pages,
-            },
-        })
+        let pages = held.pages;
+        Ok((points, Ok(held.usage), Holder::Model { process, pages }))
     } else {
         tap.skip(
             &format!("{who} holds no more than its quotas allow"),
@@ -324,7 +318,7 @@ fn with_user_process<K: Kernel, W: Write>(
         return;
     };
     let (points, usage, holder) = match started {
-        Ok(started) => (started.points, started.usage, started.holder),
+        Ok(started) => started,
         Err(reason) => {
             tap.not_ok(&format!("{who} starts"), &reason);
             return;
@@ -336,13 +330,9 @@ fn with_user_process<K: Kernel, W: Write>(
         &format!("node {me}: while its process holds what it got, usage uid {uid} shows that on top of what uid {uid} held before"),
         expected.clone().and_then(|(held, expected)| {
             let shown = read_quotas(kernel)?.usage_of(uid);
-            if shown == expected {
-                Ok(())
-            } else {
-                Err(format!(
-                    "it shows {shown}; before {before}, the process holds {held}"
-                ))
-            }
+            unless(shown == expected, || {
+                format!("it shows {shown}; before {before}, the process holds {held}")
+            })
         }),
     );
     tap.check(
@@ -383,13 +373,9 @@ fn wait_for_usage<K: Kernel>(kernel: &K, uid: u32, expected: &Usage) -> Result<(
     }
 }
 
-/// The quota user's process, started, with what it reported.
-struct Started<K> {
-    points: ChildPoints,
-    /// What it holds, as it reported.
-    usage: Result<Usage, String>,
-    holder: Holder<K>,
-}
+/// The quota user's process, started: what it reported (its points and
+/// what it holds) and the process.
+type Started<K> = (ChildPoints, Result<Usage, String>, Holder<K>);
 
 /// The quota user's process while it holds what it got.
 enum Holder<K> {
@@ -429,18 +415,15 @@ impl<K> Holder<K> {
 /// Starts the quota user's process as a copy of this program and reads
 /// its report up to `ready`.
 fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
-    let mut child = spawn_as(plan.uid, &plan.to_args())?;
+    let mut child = spawn_as(plan.uid, plan.uid, &plan.to_args())?;
     let Some(stdout) = child.stdout.take() else {
         let _ = finish(child);
         return Err("the child has no stdout".to_string());
     };
     let mut out = BufReader::new(stdout);
     let (points, usage) = read_report(&mut out);
-    Ok(Started {
-        points,
-        usage: usage.unwrap_or_else(|| Err(format!("the child reported no {HOLDS} line"))),
-        holder: Holder::Child { child, out },
-    })
+    let usage = usage.unwrap_or_else(|| Err(format!("the child reported no {HOLDS} line")));
+    Ok((points, usage, Holder::Child { child, out }))
 }
 
 /// Reads the child's lines up to `ready` (or the end): its points and
@@ -486,29 +469,169 @@ struct Held {
     pages: Vec<UserPages>,
 }
 
+/// A call of the quota user's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// `lite_alloc_remote` of this many bytes on the target; the LMR is
+    /// kept (its handle 0 if the call failed).
+    Alloc(u64),
+    /// Frees the LMR kept last.
+    FreeLast,
+    /// `lite_wrap_alloc` of [`SMALL`] bytes under the name of this index.
+    Wrap(u16),
+    /// `lite_add_ask_mr_table` of the LMR kept last under the name of this
+    /// index.
+    Publish(u16),
+    /// `lite_register_lmr` of this many bytes of fresh memory.
+    Register(u64),
+    /// `lite_register_lmr` of what is left of the `pinned_memory` quota.
+    RegisterRest,
+    /// Sets the soft `RLIMIT_MEMLOCK` to this, or (`None`) to the hard
+    /// limit, which must leave room for the `pinned_memory` quota and a
+    /// page more.
+    Memlock(Option<u64>),
+    /// `lite_register_application` of the next RPC port from
+    /// [`FIRST_PORT`] on.
+    Port,
+    /// `lite_create_lock` on this node.
+    Lock,
+}
+
+/// A point of the quota user's process (see [`user_steps`]).
+enum Step {
+    /// Calls that must all go through, in order.
+    Calls(String, Vec<Call>),
+    /// A call that must go through, reported by the points after it.
+    Quietly(Call),
+    /// Repeats a call until the process holds its whole quota of the
+    /// resource.
+    FillUp(String, Resource, Call),
+    /// A call that must fail with `-errno`, the quota of the resource
+    /// being the only one it would exceed (`None`: none at all).
+    Refused(String, Call, Option<Resource>, i32),
+}
+
+/// The call `what`, of `call`, beyond the quota of `blame`, the only one
+/// it would exceed: it must fail with `-EDQUOT`.
+fn beyond(what: impl Display, call: Call, blame: Resource) -> Step {
+    let point = format!(
+        "gets -EDQUOT from {what}, beyond its {} quota",
+        blame.name()
+    );
+    Step::Refused(point, call, Some(blame), libc::EDQUOT)
+}
+
+/// What the quota user's process of node `me` does, allocating on
+/// `target`: up to each quota and one step beyond, in an order that
+/// leaves exactly one quota to blame for each refusal.
+fn user_steps(me: u32, target: &str) -> Vec<Step> {
+    use Call::*;
+    use Resource::*;
+    use Step::{Calls, FillUp, Quietly, Refused};
+    let [remote, pinned, lmrs, names, ports, locks] = ALLOWANCES.0;
+    let rest = remote - HALF;
+    let (half, small, memlock) = (kib(HALF), kib(SMALL), kib(MEMLOCK_LIMIT));
+    let (remote_kib, rest_kib, beyond_kib) = (kib(remote), kib(rest), kib(rest + SMALL));
+    let (pinned_kib, needed, pinned_rest) = (
+        kib(pinned),
+        kib(pinned + SMALL),
+        kib(pinned - MEMLOCK_LIMIT),
+    );
+    let last_port = FIRST_PORT as u64 + ports - 1;
+    Vec::from([
+        Calls(
+            format!("allocates {half} on {target}, within its remote_memory quota of {remote_kib}"),
+            vec![Alloc(HALF)],
+        ),
+        beyond(
+            format!("alloc_remote of {beyond_kib} more on {target}"),
+            Alloc(rest + SMALL),
+            RemoteMemory,
+        ),
+        Calls(
+            format!("allocates {rest_kib} more, exactly up to its remote_memory quota, and frees it"),
+            vec![Alloc(rest), FreeLast],
+        ),
+        Calls(
+            format!("publishes {names} names on node {me}, its names quota, by wrap_alloc of {small} and add_ask_mr_table of two LMRs"),
+            vec![Wrap(0), Publish(1), Alloc(SMALL), Publish(2)],
+        ),
+        // An LMR of its own not published yet.
+        Quietly(Alloc(SMALL)),
+        beyond("add_ask_mr_table of a fourth name", Publish(3), Names),
+        beyond(format!("wrap_alloc of {small} under a fifth name"), Wrap(4), Names),
+        Calls(
+            format!("lowers its RLIMIT_MEMLOCK to {memlock}"),
+            vec![Memlock(Some(MEMLOCK_LIMIT))],
+        ),
+        Calls(
+            format!("registers {memlock} of its memory, within RLIMIT_MEMLOCK and its pinned_memory quota of {pinned_kib}"),
+            vec![Register(MEMLOCK_LIMIT)],
+        ),
+        Refused(
+            format!("gets -ENOMEM from register_lmr of {small} more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota"),
+            Register(SMALL),
+            None,
+            libc::ENOMEM,
+        ),
+        Calls(
+            format!("raises RLIMIT_MEMLOCK to its hard limit, at least {needed}"),
+            vec![Memlock(None)],
+        ),
+        Calls(
+            format!("registers {pinned_rest} more, exactly up to its pinned_memory quota"),
+            vec![RegisterRest],
+        ),
+        beyond(format!("register_lmr of {small} more"), Register(SMALL), PinnedMemory),
+        FillUp(
+            format!("allocates {small} LMRs on {target} up to its lmrs quota of {lmrs}"),
+            Lmrs,
+            Alloc(SMALL),
+        ),
+        beyond(format!("alloc_remote of {small} more on {target}"), Alloc(SMALL), Lmrs),
+        FillUp(
+            format!("registers RPC ports {FIRST_PORT} to {last_port} up to its rpc_ports quota of {ports}"),
+            RpcPorts,
+            Port,
+        ),
+        beyond(format!("register_application of port {}", last_port + 1), Port, RpcPorts),
+        FillUp(format!("creates locks on node {me} up to its locks quota of {locks}"), Locks, Lock),
+        beyond(format!("create_lock on node {me}"), Lock, Locks),
+    ])
+}
+
 /// The calls of the quota user's process, each with its verdict (the
 /// descriptions hold no `": "`, as a child's `fail` lines need), and
 /// what it holds afterwards.
 fn user_calls<K: Kernel>(kernel: &K, plan: UserPlan) -> (ChildPoints, Held) {
-    let mut user = UserCalls {
-        kernel,
-        plan,
-        held: Usage::default(),
-        pages: Vec::new(),
-        points: Vec::new(),
-    };
-    let first = user.remote_memory();
-    user.names(first);
-    user.pinned_memory();
-    user.lmrs();
-    user.rpc_ports();
-    user.locks();
-    user.quotas_file_closed();
+    let mut user = UserCalls::new(kernel, plan);
+    let mut points = Vec::new();
+    for step in user_steps(plan.me, &target_name(plan.me, plan.target)) {
+        let point = match step {
+            Step::Calls(what, calls) => (what, calls.into_iter().try_for_each(|c| user.make(c))),
+            Step::Quietly(call) => {
+                let _ = user.make(call);
+                continue;
+            }
+            Step::FillUp(what, resource, call) => (what, user.fill_up(resource, call)),
+            Step::Refused(what, call, blame, errno) => (what, user.refused(call, blame, errno)),
+        };
+        points.push(point);
+    }
+    // Writes to the quotas file are refused: debugfs is open to root only
+    // (`EACCES`), and LITE wants `CAP_NET_ADMIN` (`EPERM`) of a writer
+    // that could open it.
+    let command = Command::UserDefault(plan.uid).to_string();
+    let refusals = [libc::EPERM, libc::EACCES];
+    points.push((
+        format!("gets EPERM or EACCES writing \"{command}\" to the quotas file"),
+        refused_debugfs_line(kernel, QUOTAS_FILE, &command, &refusals),
+    ));
     let held = Held {
         usage: user.held,
         pages: user.pages,
     };
-    (user.points, held)
+    (points, held)
 }
 
 /// The quota user's process at work.
@@ -519,56 +642,159 @@ struct UserCalls<'k, K: Kernel> {
     held: Usage,
     /// The memory its registrations pin.
     pages: Vec<UserPages>,
-    points: ChildPoints,
+    /// The LMRs it allocated and keeps, with their sizes.
+    lmrs: Vec<(u64, u64)>,
+    /// The next RPC port it registers.
+    port: u32,
 }
 
-impl<K: Kernel> UserCalls<'_, K> {
-    fn point(&mut self, what: String, outcome: Result<(), String>) {
-        self.points.push((what, outcome));
+impl<'k, K: Kernel> UserCalls<'k, K> {
+    fn new(kernel: &'k K, plan: UserPlan) -> Self {
+        UserCalls {
+            kernel,
+            plan,
+            held: Usage::default(),
+            pages: Vec::new(),
+            lmrs: Vec::new(),
+            port: FIRST_PORT,
+        }
     }
 
-    fn target(&self) -> String {
-        target_name(self.plan.me, self.plan.target)
+    /// What `call` charges when it goes through.
+    fn charge(call: Call) -> Usage {
+        match call {
+            Call::Alloc(size) => lmr_charge(Resource::RemoteMemory, size),
+            Call::Wrap(_) => lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1),
+            Call::Publish(_) => one(Resource::Names),
+            Call::Register(size) => lmr_charge(Resource::PinnedMemory, size),
+            Call::Port => one(Resource::RpcPorts),
+            Call::Lock => one(Resource::Locks),
+            Call::FreeLast | Call::RegisterRest | Call::Memlock(_) => Usage::default(),
+        }
     }
 
-    fn name(&self, index: u16) -> u64 {
-        name_of(NAME_KIND + index, self.plan.me)
-    }
-
-    /// Allocates `size` bytes on the target; the handle.
-    fn alloc(&mut self, size: u64) -> Result<u64, String> {
-        let ret = self
-            .kernel
-            .alloc_remote(self.plan.target, size, 0, self.plan.password);
-        let handle = handle_of(ret, &format!("alloc_remote of {}", kib(size)))?;
-        self.held = self.held.plus(&lmr_charge(Resource::RemoteMemory, size));
-        Ok(handle)
-    }
-
-    /// Frees an LMR of `size` bytes.
-    fn free(&mut self, handle: u64, size: u64) -> Result<(), String> {
-        expect_zero(self.kernel.free(handle)).map_err(|e| format!("free: {e}"))?;
-        self.held = self.held.minus(&lmr_charge(Resource::RemoteMemory, size));
-        Ok(())
-    }
-
-    /// Registers `size` bytes of fresh memory; the handle.
-    fn register(&mut self, size: u64) -> Result<u64, String> {
-        let pages = UserPages::new(size as usize)?;
-        // SAFETY: the pages stay mapped for as long as the process holds
-        // them (kept in `self.pages`, then until the process exits).
-        let ret = unsafe {
-            self.kernel.register_lmr(
-                pages.at(0).cast(),
-                size,
-                PERM_READ | PERM_WRITE,
-                self.plan.password,
-            )
+    /// Makes the kernel call of a `call` that takes something: its name
+    /// and raw result, or why it could not be made.
+    fn call(&mut self, call: Call) -> Result<(String, c_long), String> {
+        let (kernel, me, password) = (self.kernel, self.plan.me, self.plan.password);
+        let name = |index| name_of(NAME_KIND + index, me);
+        let data = [0x51u8; SMALL as usize];
+        let made = match call {
+            Call::Alloc(size) => (
+                format!("alloc_remote of {}", kib(size)),
+                kernel.alloc_remote(self.plan.target, size, 0, password),
+            ),
+            // SAFETY: `data` is readable for its whole length during the call.
+            Call::Wrap(index) => ("wrap_alloc".into(), unsafe {
+                kernel.wrap_alloc(data.as_ptr().cast(), SMALL, name(index), password)
+            }),
+            Call::Publish(index) => {
+                let (handle, _) = self.lmrs.last().copied().unwrap_or_default();
+                let ret = kernel.add_ask_mr_table(name(index), handle, PERM_READ, password);
+                ("add_ask_mr_table".into(), ret)
+            }
+            Call::Register(size) => {
+                let pages = UserPages::new(size as usize)?;
+                let at = pages.at(0).cast();
+                // Kept mapped as long as the process holds them: a
+                // registration that went through may not be undone.
+                self.pages.push(pages);
+                // SAFETY: the pages stay mapped as long as the process holds them.
+                let ret =
+                    unsafe { kernel.register_lmr(at, size, PERM_READ | PERM_WRITE, password) };
+                (format!("register_lmr of {}", kib(size)), ret)
+            }
+            Call::Port => {
+                self.port += 1;
+                let port = self.port - 1;
+                // SAFETY: the name is readable for its 5 bytes.
+                let ret = unsafe { kernel.register_application(port, 64, c"quota".as_ptr(), 5) };
+                (format!("register_application(port {port})"), ret)
+            }
+            Call::Lock => {
+                let (ret, lock) = super::sync::create_lock_raw(kernel, me);
+                if let Ok(number) = u32::try_from(ret) {
+                    unless(lock == LiteLock { home: me, number }, || {
+                        format!("create_lock returned {number} but filled in {lock:?}")
+                    })?;
+                }
+                (format!("create_lock({me})"), ret)
+            }
+            Call::FreeLast | Call::RegisterRest | Call::Memlock(_) => {
+                return Err(format!("{call:?} takes nothing"))
+            }
         };
-        self.pages.push(pages);
-        let handle = handle_of(ret, &format!("register_lmr of {}", kib(size)))?;
-        self.held = self.held.plus(&lmr_charge(Resource::PinnedMemory, size));
-        Ok(handle)
+        Ok(made)
+    }
+
+    /// Undoes a `call` that went through and `made` something; whether
+    /// it could (what it charged stays held otherwise).
+    fn undo(&self, call: Call, made: u64) -> bool {
+        let kernel = self.kernel;
+        match call {
+            Call::Alloc(_) | Call::Wrap(_) => kernel.free(made) == 0,
+            Call::Register(_) => kernel.deregister_lmr(made) == 0,
+            Call::Port => kernel.unregister_application(self.port - 1) == 0,
+            // A name or a lock is never taken back: it stays charged.
+            _ => false,
+        }
+    }
+
+    /// Makes `call`, which must go through.
+    fn make(&mut self, call: Call) -> Result<(), String> {
+        match call {
+            Call::FreeLast => {
+                let (handle, size) = self.lmrs.pop().ok_or("no LMR to free")?;
+                expect_zero(self.kernel.free(handle)).map_err(|e| format!("free: {e}"))?;
+                self.held = self.held.minus(&lmr_charge(Resource::RemoteMemory, size));
+                Ok(())
+            }
+            Call::RegisterRest => {
+                let held = self.held.get(Resource::PinnedMemory);
+                match ALLOWANCES.get(Resource::PinnedMemory).saturating_sub(held) {
+                    0 => Err("it holds its whole quota already".to_string()),
+                    rest => self.make(Call::Register(rest)),
+                }
+            }
+            Call::Memlock(limit) => {
+                let needed = ALLOWANCES.get(Resource::PinnedMemory) + SMALL;
+                match (self.kernel.set_memlock_limit(limit), limit) {
+                    (Some(Ok(set)), Some(wanted)) if set == wanted => Ok(()),
+                    (Some(Ok(set)), None) if set >= needed => Ok(()),
+                    (Some(Ok(set)), Some(_)) => Err(format!("the soft limit is {set} B")),
+                    (Some(Ok(set)), None) => Err(format!(
+                        "its hard limit of {set} B is below the {needed} B the next registrations need"
+                    )),
+                    (Some(Err(e)), _) => Err(format!("setrlimit: {e}")),
+                    (None, _) => Err("this kernel cannot set it".to_string()),
+                }
+            }
+            _ => {
+                let (name, ret) = self.call(call)?;
+                let through = match call {
+                    Call::Publish(_) | Call::Port => ret == 0,
+                    Call::Lock => ret >= 0,
+                    _ => ret > 0,
+                };
+                if let Call::Alloc(size) = call {
+                    self.lmrs.push((u64::try_from(ret).unwrap_or(0), size));
+                }
+                unless(through, || {
+                    format!("{name} returned {}", describe_result(ret))
+                })?;
+                self.held = self.held.plus(&Self::charge(call));
+                Ok(())
+            }
+        }
+    }
+
+    /// Repeats `call`, which takes (and counts) more of `resource`, until
+    /// the process holds its whole quota of it or a call fails.
+    fn fill_up(&mut self, resource: Resource, call: Call) -> Result<(), String> {
+        while self.held.get(resource) < ALLOWANCES.get(resource) {
+            self.make(call)?;
+        }
+        Ok(())
     }
 
     /// Whether a call charging `charge` would, from what the process
@@ -599,330 +825,19 @@ impl<K: Kernel> UserCalls<'_, K> {
         Ok(())
     }
 
-    /// A call that must fail with `-errno`, `blame`'s quota being the
-    /// only one it would exceed. A call that went through anyway is
-    /// undone by `undo` if it can be (its charge stays held otherwise).
-    fn refused(
-        &mut self,
-        what: String,
-        (charge, blame): (Usage, Option<Resource>),
-        errno: i32,
-        call: impl FnOnce(&K) -> c_long,
-        undo: impl FnOnce(&K, u64) -> bool,
-    ) {
-        let outcome = self.only_exceeds(&charge, blame).and_then(|()| {
-            let ret = call(self.kernel);
-            if let Ok(made) = u64::try_from(ret) {
-                if !undo(self.kernel, made) {
-                    self.held = self.held.plus(&charge);
-                }
+    /// Makes `call`, which must fail with `-errno`, `blame`'s quota being
+    /// the only one it would exceed. A call that went through anyway is
+    /// undone if it can be (its charge stays held otherwise).
+    fn refused(&mut self, call: Call, blame: Option<Resource>, errno: i32) -> Result<(), String> {
+        let charge = Self::charge(call);
+        self.only_exceeds(&charge, blame)?;
+        let (_, ret) = self.call(call)?;
+        if let Ok(made) = u64::try_from(ret) {
+            if !self.undo(call, made) {
+                self.held = self.held.plus(&charge);
             }
-            expect_errno(ret, errno)
-        });
-        self.point(what, outcome);
-    }
-
-    /// A call beyond the quota of `blame`, the only one its `charge` would
-    /// exceed: it must fail with `-EDQUOT` (see [`Self::refused`]).
-    fn over_quota(
-        &mut self,
-        call: &str,
-        (charge, blame): (Usage, Resource),
-        run: impl FnOnce(&K) -> c_long,
-        undo: impl FnOnce(&K, u64) -> bool,
-    ) {
-        let what = format!(
-            "gets -EDQUOT from {call}, beyond its {} quota",
-            blame.name()
-        );
-        self.refused(what, (charge, Some(blame)), libc::EDQUOT, run, undo);
-    }
-
-    /// Up to the `remote_memory` quota and beyond; the handle of the LMR
-    /// it keeps (0 if it has none).
-    fn remote_memory(&mut self) -> u64 {
-        let (target, node, password) = (self.target(), self.plan.target, self.plan.password);
-        let quota = ALLOWANCES.get(Resource::RemoteMemory);
-        let first = self.alloc(HALF);
-        self.point(
-            format!(
-                "allocates {} on {target}, within its remote_memory quota of {}",
-                kib(HALF),
-                kib(quota)
-            ),
-            status(&first),
-        );
-        let beyond = quota - HALF + SMALL;
-        let memory = Resource::RemoteMemory;
-        self.over_quota(
-            &format!("alloc_remote of {} more on {target}", kib(beyond)),
-            (lmr_charge(memory, beyond), memory),
-            |kernel| kernel.alloc_remote(node, beyond, 0, password),
-            |kernel, handle| kernel.free(handle) == 0,
-        );
-        let second = self.alloc(quota - HALF);
-        let outcome = second.and_then(|handle| self.free(handle, quota - HALF));
-        self.point(
-            format!(
-                "allocates {} more, exactly up to its remote_memory quota, and frees it",
-                kib(quota - HALF)
-            ),
-            outcome,
-        );
-        first.unwrap_or(0)
-    }
-
-    /// Up to the `names` quota and beyond, by `lite_wrap_alloc` and
-    /// `lite_add_ask_mr_table`; `first` is an LMR it holds.
-    fn names(&mut self, first: u64) {
-        let (me, password) = (self.plan.me, self.plan.password);
-        let quota = ALLOWANCES.get(Resource::Names);
-        let data = [0x51u8; SMALL as usize];
-        let wrapped_name = self.name(0);
-        // SAFETY: `data` is readable for its whole length during the call.
-        let ret = unsafe {
-            self.kernel
-                .wrap_alloc(data.as_ptr().cast(), SMALL, wrapped_name, password)
-        };
-        let mut outcome = handle_of(ret, "wrap_alloc").map(|_| {
-            let charge = lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1);
-            self.held = self.held.plus(&charge);
-        });
-        let publish = |user: &mut Self, handle: u64, index: u16| {
-            let name = user.name(index);
-            let ret = user
-                .kernel
-                .add_ask_mr_table(name, handle, PERM_READ, password);
-            let published = expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"));
-            if published.is_ok() {
-                user.held = user.held.plus(&one(Resource::Names));
-            }
-            published
-        };
-        outcome = outcome.and_then(|()| publish(self, first, 1));
-        let other = self.alloc(SMALL);
-        outcome = outcome.and(other.clone().and_then(|handle| publish(self, handle, 2)));
-        self.point(
-            format!(
-                "publishes {quota} names on node {me}, its names quota, by wrap_alloc of {} and add_ask_mr_table of two LMRs",
-                kib(SMALL)
-            ),
-            outcome,
-        );
-        // An LMR of its own not published yet.
-        let unpublished = self.alloc(SMALL).unwrap_or(0);
-        let fourth = self.name(3);
-        self.over_quota(
-            "add_ask_mr_table of a fourth name",
-            (one(Resource::Names), Resource::Names),
-            |kernel| kernel.add_ask_mr_table(fourth, unpublished, PERM_READ, password),
-            |_, _| false,
-        );
-        let fifth = self.name(4);
-        let charge = lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1);
-        self.over_quota(
-            &format!("wrap_alloc of {} under a fifth name", kib(SMALL)),
-            (charge, Resource::Names),
-            // SAFETY: `data` is readable for its whole length during the call.
-            |kernel| unsafe { kernel.wrap_alloc(data.as_ptr().cast(), SMALL, fifth, password) },
-            |kernel, handle| kernel.free(handle) == 0,
-        );
-    }
-
-    /// Registers one more page, which must be refused with `-errno`.
-    fn refused_registration(&mut self, what: String, blame: Option<Resource>, errno: i32) {
-        let pages = match UserPages::new(SMALL as usize) {
-            Ok(pages) => pages,
-            Err(reason) => {
-                self.point(what, Err(reason));
-                return;
-            }
-        };
-        let (address, password) = (pages.at(0), self.plan.password);
-        // Kept mapped: a registration that went through may not be undone.
-        self.pages.push(pages);
-        self.refused(
-            what,
-            (lmr_charge(Resource::PinnedMemory, SMALL), blame),
-            errno,
-            // SAFETY: the page stays mapped as long as the process holds it.
-            |kernel| unsafe {
-                kernel.register_lmr(address.cast(), SMALL, PERM_READ | PERM_WRITE, password)
-            },
-            |kernel, handle| kernel.deregister_lmr(handle) == 0,
-        );
-    }
-
-    /// `RLIMIT_MEMLOCK` below the `pinned_memory` quota, then up to the
-    /// quota and beyond.
-    fn pinned_memory(&mut self) {
-        let quota = ALLOWANCES.get(Resource::PinnedMemory);
-        let lowered = match self.kernel.set_memlock_limit(Some(MEMLOCK_LIMIT)) {
-            Some(Ok(limit)) if limit == MEMLOCK_LIMIT => Ok(()),
-            Some(Ok(limit)) => Err(format!("the soft limit is {limit} B")),
-            Some(Err(e)) => Err(format!("setrlimit: {e}")),
-            None => Err("this kernel cannot set it".to_string()),
-        };
-        self.point(
-            format!("lowers its RLIMIT_MEMLOCK to {}", kib(MEMLOCK_LIMIT)),
-            lowered,
-        );
-        let within = self.register(MEMLOCK_LIMIT).map(drop);
-        self.point(
-            format!(
-                "registers {} of its memory, within RLIMIT_MEMLOCK and its pinned_memory quota of {}",
-                kib(MEMLOCK_LIMIT),
-                kib(quota)
-            ),
-            within,
-        );
-        self.refused_registration(
-            format!(
-                "gets -ENOMEM from register_lmr of {} more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota",
-                kib(SMALL)
-            ),
-            None,
-            libc::ENOMEM,
-        );
-        let needed = quota + SMALL;
-        let raised = match self.kernel.set_memlock_limit(None) {
-            Some(Ok(limit)) if limit >= needed => Ok(()),
-            Some(Ok(limit)) => Err(format!(
-                "its hard limit of {limit} B is below the {needed} B the next registrations need"
-            )),
-            Some(Err(e)) => Err(format!("setrlimit: {e}")),
-            None => Err("this kernel cannot set it".to_string()),
-        };
-        self.point(
-            format!(
-                "raises RLIMIT_MEMLOCK to its hard limit, at least {}",
-                kib(needed)
-            ),
-            raised,
-        );
-        let rest = quota.saturating_sub(self.held.get(Resource::PinnedMemory));
-        let outcome = if rest == 0 {
-            Err("it holds its whole quota already".to_string())
-        } else {
-            self.register(rest).map(drop)
-        };
-        self.point(
-            format!(
-                "registers {} more, exactly up to its pinned_memory quota",
-                kib(rest)
-            ),
-            outcome,
-        );
-        self.refused_registration(
-            format!(
-                "gets -EDQUOT from register_lmr of {} more, beyond its pinned_memory quota",
-                kib(SMALL)
-            ),
-            Some(Resource::PinnedMemory),
-            libc::EDQUOT,
-        );
-    }
-
-    /// Up to the `lmrs` quota and beyond, with small allocations.
-    fn lmrs(&mut self) {
-        let (target, node, password) = (self.target(), self.plan.target, self.plan.password);
-        let quota = ALLOWANCES.get(Resource::Lmrs);
-        let outcome = self.fill_up(Resource::Lmrs, |user| user.alloc(SMALL).map(drop));
-        self.point(
-            format!(
-                "allocates {} LMRs on {target} up to its lmrs quota of {quota}",
-                kib(SMALL)
-            ),
-            outcome,
-        );
-        self.over_quota(
-            &format!("alloc_remote of {} more on {target}", kib(SMALL)),
-            (lmr_charge(Resource::RemoteMemory, SMALL), Resource::Lmrs),
-            |kernel| kernel.alloc_remote(node, SMALL, 0, password),
-            |kernel, handle| kernel.free(handle) == 0,
-        );
-    }
-
-    /// Repeats `step`, which takes (and counts) more of `resource`, until
-    /// the process holds its whole quota of it or a step fails.
-    fn fill_up(
-        &mut self,
-        resource: Resource,
-        mut step: impl FnMut(&mut Self) -> Result<(), String>,
-    ) -> Result<(), String> {
-        while self.held.get(resource) < ALLOWANCES.get(resource) {
-            step(self)?;
         }
-        Ok(())
-    }
-
-    /// Registers RPC port `port`; the raw result.
-    fn register_port(kernel: &K, port: u32) -> c_long {
-        // SAFETY: the name is readable for its 5 bytes.
-        unsafe { kernel.register_application(port, 64, c"quota".as_ptr(), 5) }
-    }
-
-    /// Up to the `rpc_ports` quota and beyond.
-    fn rpc_ports(&mut self) {
-        let quota = ALLOWANCES.get(Resource::RpcPorts);
-        let mut port = FIRST_PORT;
-        let outcome = self.fill_up(Resource::RpcPorts, |user| {
-            let this = port;
-            port += 1;
-            expect_zero(Self::register_port(user.kernel, this))
-                .map_err(|e| format!("register_application(port {this}): {e}"))
-                .map(|()| user.held = user.held.plus(&one(Resource::RpcPorts)))
-        });
-        self.point(
-            format!(
-                "registers RPC ports {FIRST_PORT} to {} up to its rpc_ports quota of {quota}",
-                port - 1
-            ),
-            outcome,
-        );
-        self.over_quota(
-            &format!("register_application of port {port}"),
-            (one(Resource::RpcPorts), Resource::RpcPorts),
-            |kernel| Self::register_port(kernel, port),
-            |kernel, _| kernel.unregister_application(port) == 0,
-        );
-    }
-
-    /// Up to the `locks` quota and beyond.
-    fn locks(&mut self) {
-        let me = self.plan.me;
-        let quota = ALLOWANCES.get(Resource::Locks);
-        let outcome = self.fill_up(Resource::Locks, |user| {
-            let created = super::sync::create_lock(user.kernel, me);
-            created.map(|_| user.held = user.held.plus(&one(Resource::Locks)))
-        });
-        self.point(
-            format!("creates locks on node {me} up to its locks quota of {quota}"),
-            outcome,
-        );
-        let mut lock = LiteLock::default();
-        let record = std::ptr::addr_of_mut!(lock);
-        self.over_quota(
-            &format!("create_lock on node {me}"),
-            (one(Resource::Locks), Resource::Locks),
-            // SAFETY: `lock` is a live LiteLock nothing else uses.
-            |kernel| unsafe { kernel.create_lock(me, record) },
-            // A lock is never destroyed: it stays charged.
-            |_, _| false,
-        );
-    }
-
-    /// Writes to the quotas file are refused: debugfs is open to root
-    /// only (`EACCES`), and LITE wants `CAP_NET_ADMIN` (`EPERM`) of a
-    /// writer that could open it.
-    fn quotas_file_closed(&mut self) {
-        let command = Command::UserDefault(self.plan.uid).to_string();
-        let refusals = [libc::EPERM, libc::EACCES];
-        let outcome = refused_debugfs_line(self.kernel, QUOTAS_FILE, &command, &refusals);
-        self.point(
-            format!("gets EPERM or EACCES writing \"{command}\" to the quotas file"),
-            outcome,
-        );
+        expect_errno(ret, errno)
     }
 }
 
@@ -1087,13 +1002,8 @@ mod tests {
     fn a_refusal_another_limit_could_explain_is_not_counted() {
         let kernel = joined(1, 1, Defects::default());
         let process = kernel.process_of_user(UID_BASE).expect("the model has one");
-        let mut user = UserCalls {
-            kernel: &process,
-            plan: plan(1),
-            held: ALLOWANCES.with(Resource::Lmrs, 0),
-            pages: Vec::new(),
-            points: Vec::new(),
-        };
+        let mut user = UserCalls::new(&process, plan(1));
+        user.held = ALLOWANCES.with(Resource::Lmrs, 0);
         // Everything but lmrs is used up: a refusal of one more LMR could
         // be remote_memory's, so it cannot be blamed on lmrs.
         let charge = lmr_charge(Resource::RemoteMemory, SMALL);

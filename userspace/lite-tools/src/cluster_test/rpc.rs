@@ -320,11 +320,17 @@ pub(crate) struct Served {
 impl Served {
     /// What the service thread `server` saw, or that it panicked.
     fn joined(server: std::thread::ScopedJoinHandle<'_, Served>) -> Served {
-        server.join().unwrap_or_else(|_| Served {
+        let panicked = || Served::ended(Err("the thread panicked".into()));
+        server.join().unwrap_or_else(|_| panicked())
+    }
+
+    /// A loop that served nothing and ended as `ending` says.
+    fn ended(ending: Result<c_long, String>) -> Served {
+        Served {
             requests: 0,
             one_way: 0,
-            ending: Err("the thread panicked".into()),
-        })
+            ending,
+        }
     }
 
     /// Whether its loop ended as a port closing ends it, having received
@@ -347,16 +353,32 @@ fn port_closed(ret: c_long) -> bool {
 /// until the port is closed. With `combined`, answers and receives the
 /// next request in one call.
 pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
+    serve_keeping(kernel, port, combined, |_| {})
+}
+
+/// Like [`serve`], handing every request to `keep`. A failed reply ends
+/// the loop's verdict but not the loop, so that no later caller waits for
+/// the RPC timeout.
+fn serve_keeping<K: Kernel>(
+    kernel: &K,
+    port: u32,
+    combined: bool,
+    mut keep: impl FnMut(&[u8]),
+) -> Served {
     let mut buf = vec![0u8; MAX_MESSAGE_SIZE as usize];
-    let (mut requests, mut one_way) = (0, 0);
+    let (mut requests, mut one_way, mut failure) = (0, 0, None);
     let (mut ret, mut descriptor) = receive(kernel, port, &mut buf, BLOCKING);
     let ending = loop {
         let len = match usize::try_from(ret) {
             Ok(len) if len <= buf.len() => len,
-            _ if port_closed(ret) => break Ok(ret),
-            _ => break Err(format!("receive returned {}", describe_result(ret))),
+            _ if port_closed(ret) => break failure.map_or(Ok(ret), Err),
+            _ => {
+                let received = || format!("receive returned {}", describe_result(ret));
+                break Err(failure.unwrap_or_else(received));
+            }
         };
         if descriptor != 0 {
+            keep(&buf[..len]);
             let answer = transform(&buf[..len]);
             requests += 1;
             if combined {
@@ -366,7 +388,8 @@ pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served 
             }
             let replied = reply(kernel, &answer, descriptor);
             if replied != 0 {
-                break Err(format!("reply returned {}", describe_result(replied)));
+                let replied = describe_result(replied);
+                failure.get_or_insert(format!("reply to a {len} B request returned {replied}"));
             }
         } else {
             one_way += 1;

@@ -97,7 +97,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
 
 /// `lite_create_lock(home)`: the raw result and the lock as filled in
 /// (all ones where the kernel filled in nothing).
-fn create_lock_raw<K: Kernel>(kernel: &K, home: u32) -> (c_long, LiteLock) {
+pub(super) fn create_lock_raw<K: Kernel>(kernel: &K, home: u32) -> (c_long, LiteLock) {
     let mut lock = LiteLock {
         home: u32::MAX,
         number: u32::MAX,

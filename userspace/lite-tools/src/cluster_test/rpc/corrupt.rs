@@ -170,51 +170,14 @@ fn corrupt_calls_after<K: Kernel>(kernel: &K, server: u32, client: u32) -> Vec<S
     failures
 }
 
-/// What the corrupt ring case's receiver got.
-struct CorruptReceived {
-    /// The requests, in the order received.
-    requests: Vec<Vec<u8>>,
-    one_way: u64,
-    /// How its loop ended: `Ok` with the closing errno, or the first thing
-    /// that went wrong.
-    ending: Result<c_long, String>,
-}
-
-/// The server's receiver, started once the ring broke: answers requests
-/// on [`CORRUPT_PORT`] with their [`transform`] and keeps them, until the
-/// port is closed. A failed reply is noted but does not stop it, so that
-/// no later caller waits for the RPC timeout.
-fn corrupt_receiver<K: Kernel>(kernel: &K) -> CorruptReceived {
-    let mut buf = vec![0u8; CORRUPT_MAX as usize];
-    let (mut requests, mut one_way) = (Vec::new(), 0);
-    let mut failure = None;
-    let ending = loop {
-        let (ret, descriptor) = receive(kernel, CORRUPT_PORT, &mut buf, BLOCKING);
-        let len = match usize::try_from(ret) {
-            Ok(len) if len <= buf.len() => len,
-            _ if port_closed(ret) => break failure.map_or(Ok(ret), Err),
-            _ => {
-                let received = || format!("receive returned {}", describe_result(ret));
-                break Err(failure.unwrap_or_else(received));
-            }
-        };
-        if descriptor == 0 {
-            one_way += 1;
-            continue;
-        }
-        let request = buf[..len].to_vec();
-        let replied = reply(kernel, &transform(&request), descriptor);
-        if replied != 0 {
-            let replied = describe_result(replied);
-            failure.get_or_insert(format!("reply to a {len} B request returned {replied}"));
-        }
-        requests.push(request);
-    };
-    CorruptReceived {
-        requests,
-        one_way,
-        ending,
-    }
+/// The server's receiver, started once the ring broke: serves
+/// [`CORRUPT_PORT`] until it is closed, keeping the requests in order.
+fn corrupt_receiver<K: Kernel>(kernel: &K) -> (Served, Vec<Vec<u8>>) {
+    let mut requests = Vec::new();
+    let served = serve_keeping(kernel, CORRUPT_PORT, false, |request| {
+        requests.push(request.to_vec())
+    });
+    (served, requests)
 }
 
 /// Checks what the server received once the ring from `client` broke:
@@ -257,18 +220,19 @@ fn judge_corrupt_received(client: u32, received: &[Vec<u8>]) -> Result<(), Strin
 
 /// The server's verdict once its port is closed (`closed`, the raw
 /// result) and its receiver is done.
-fn judge_corrupt_server(client: u32, closed: c_long, got: &CorruptReceived) -> Result<(), String> {
+fn judge_corrupt_server(
+    client: u32,
+    closed: c_long,
+    (served, requests): &(Served, Vec<Vec<u8>>),
+) -> Result<(), String> {
     let mut failures = Vec::new();
     if let Err(e) = expect_zero(closed) {
         failures.push(format!("unregister_application(port {CORRUPT_PORT}): {e}"));
     }
-    if let Err(e) = &got.ending {
+    if let Err(e) = served.verdict() {
         failures.push(format!("the receiver: {e}"));
     }
-    if got.one_way > 0 {
-        failures.push(format!("the receiver got {} one-way messages", got.one_way));
-    }
-    if let Err(e) = judge_corrupt_received(client, &got.requests) {
+    if let Err(e) = judge_corrupt_received(client, requests) {
         failures.push(e);
     }
     unless(failures.is_empty(), || failures.join("; "))
@@ -354,14 +318,13 @@ pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
             Some(receiver) => {
                 // Closing the port ends the receiver's wait.
                 let closed = kernel.unregister_application(port);
-                let got = receiver.join().unwrap_or_else(|_| CorruptReceived {
-                    requests: Vec::new(),
-                    one_way: 0,
-                    ending: Err("the thread panicked".into()),
+                let got = receiver.join().unwrap_or_else(|_| {
+                    let panicked = Err("the thread panicked".into());
+                    (Served::ended(panicked), Vec::new())
                 });
                 tap.comment(&format!(
                     "node {me}: port {port} received {} requests once the ring from node {client} broke, of the {} node {client} made",
-                    got.requests.len(),
+                    got.1.len(),
                     CORRUPT_SIZES.len() - CORRUPT_DISCARDED
                 ));
                 judge_corrupt_server(client, closed, &got)
