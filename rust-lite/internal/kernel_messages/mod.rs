@@ -118,6 +118,17 @@ pub(crate) trait Handler: Send + Sync {
     fn code(&self) -> usize;
 }
 
+/// The thread of a kind and the call it is handling.
+#[derive(Default)]
+struct Thread {
+    /// The thread's pid, once it runs.
+    pid: Option<i32>,
+    /// The descriptor of the call being handled, while the handler may
+    /// still answer or take it: kept until then even if the kind is being
+    /// unregistered, so that the call is answered or failed, never left.
+    current: Option<u64>,
+}
+
 /// One kind's registry entry.
 enum Entry {
     /// No handler.
@@ -125,14 +136,35 @@ enum Entry {
     /// A handler and the thread calling it.
     Serving {
         handler: Arc<dyn Handler>,
-        /// The thread's pid, once it runs.
-        thread: Option<i32>,
-        /// The descriptor of the call being handled, while the handler may
-        /// still take it.
-        current: Option<u64>,
+        thread: Thread,
     },
     /// Unregistered; the thread has not ended yet.
-    Stopping,
+    Stopping { thread: Thread },
+}
+
+impl Entry {
+    /// The kind's thread, while it has one.
+    fn thread_mut(&mut self) -> Option<&mut Thread> {
+        match self {
+            Entry::Idle => None,
+            Entry::Serving { thread, .. } | Entry::Stopping { thread } => Some(thread),
+        }
+    }
+
+    /// Unregisters the handler, keeping the thread's state until it ends;
+    /// returns the handler, for the caller to drop unlocked.
+    fn stop(&mut self) -> Option<Arc<dyn Handler>> {
+        match core::mem::replace(self, Entry::Idle) {
+            Entry::Serving { handler, thread } => {
+                *self = Entry::Stopping { thread };
+                Some(handler)
+            }
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
 }
 
 /// The handlers of a node's kernel callers.
@@ -192,7 +224,7 @@ impl KernelMessages {
                     drop(old);
                     return Ok(());
                 }
-                Entry::Stopping => return Err(EBUSY),
+                Entry::Stopping { .. } => return Err(EBUSY),
                 Entry::Idle => {}
             }
         }
@@ -211,8 +243,7 @@ impl KernelMessages {
             }
             *entry = Entry::Serving {
                 handler,
-                thread: None,
-                current: None,
+                thread: Thread::default(),
             };
         }
         let serving = Arc::new(
@@ -247,16 +278,16 @@ impl KernelMessages {
             let entry = &mut entries[kind.index()];
             match entry {
                 Entry::Idle => return Err(ENOENT),
-                Entry::Stopping => return Err(EBUSY),
-                Entry::Serving { thread, .. } if *thread == Some(current_pid()) => {
+                Entry::Stopping { .. } => return Err(EBUSY),
+                Entry::Serving { thread, .. } if thread.pid == Some(current_pid()) => {
                     return Err(errno::EDEADLK())
                 }
                 Entry::Serving { .. } => {}
             }
-            let old = core::mem::replace(entry, Entry::Stopping);
+            let handler = entry.stop();
             // The handler is dropped with the lock released.
             drop(entries);
-            drop(old);
+            drop(handler);
         }
         // Wakes the thread, which ends once it has handled what it took.
         let _ = self.rpc.unregister_port(self.process.tgid, kind.port());
@@ -299,19 +330,12 @@ impl KernelMessages {
     pub(crate) fn defer_answer(&self) -> Result<u64> {
         let pid = current_pid();
         let mut entries = self.entries.lock();
-        for entry in entries.iter_mut() {
-            if let Entry::Serving {
-                thread: Some(thread),
-                current,
-                ..
-            } = entry
-            {
-                if *thread == pid {
-                    return current.take().ok_or(EINVAL);
-                }
-            }
-        }
-        Err(EINVAL)
+        let thread = entries
+            .iter_mut()
+            .filter_map(Entry::thread_mut)
+            .find(|thread| thread.pid == Some(pid))
+            .ok_or(EINVAL)?;
+        thread.current.take().ok_or(EINVAL)
     }
 
     fn set_entry(&self, kind: Kind, new: Entry) {
@@ -323,7 +347,7 @@ impl KernelMessages {
     fn wait_ended(&self, kind: Kind) {
         let mut entries = self.entries.lock();
         // PANIC: `Kind::index` is below the number of kinds.
-        while matches!(entries[kind.index()], Entry::Stopping) {
+        while matches!(entries[kind.index()], Entry::Stopping { .. }) {
             // Not interruptible: the handler in flight is local code that
             // must finish before its module may go.
             self.ended.wait(&mut entries);
@@ -336,13 +360,9 @@ impl KernelMessages {
         let mut entries = self.entries.lock();
         // PANIC: `Kind::index` is below the number of kinds.
         match &mut entries[kind.index()] {
-            Entry::Serving {
-                handler,
-                thread,
-                current,
-            } => {
-                *thread = Some(current_pid());
-                *current = (descriptor != 0).then_some(descriptor);
+            Entry::Serving { handler, thread } => {
+                thread.pid = Some(current_pid());
+                thread.current = (descriptor != 0).then_some(descriptor);
                 Some(handler.clone())
             }
             _ => None,
@@ -354,10 +374,9 @@ impl KernelMessages {
     fn take_current(&self, kind: Kind) -> Option<u64> {
         let mut entries = self.entries.lock();
         // PANIC: `Kind::index` is below the number of kinds.
-        match &mut entries[kind.index()] {
-            Entry::Serving { current, .. } => current.take(),
-            _ => None,
-        }
+        entries[kind.index()]
+            .thread_mut()
+            .and_then(|thread| thread.current.take())
     }
 }
 
