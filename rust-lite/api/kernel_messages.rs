@@ -186,8 +186,9 @@ impl Handler for SendReplyOptHandler {
 ///
 /// # Invariants
 ///
-/// `list` is an array of `count` pieces from `lite_atomic_pieces`, owned by
-/// this object, each set to a range of the message it was built from.
+/// `list` is a `kvmalloc` allocation of `count` pieces owned by this
+/// object; once [`PieceList::new`] has returned it, each piece is set to a
+/// range of the message it was built from.
 struct PieceList<'a> {
     list: NonNull<AtomicPiece>,
     count: u32,
@@ -201,6 +202,13 @@ impl<'a> PieceList<'a> {
         let count = u32::try_from(ranges.len()).map_err(|_| EINVAL)?;
         // SAFETY: `lite_atomic_pieces` only allocates.
         let list = NonNull::new(unsafe { lite_atomic_pieces(count) }).ok_or(ENOMEM)?;
+        // INVARIANT: `list` was allocated above for `count` pieces; it is
+        // freed by `Drop` if filling it fails, and each piece is set below.
+        let pieces = PieceList {
+            list,
+            count,
+            _message: PhantomData,
+        };
         for (i, range) in (0..count).zip(ranges.iter()) {
             let piece = message.get_mut(range.clone()).ok_or(EINVAL)?;
             // SAFETY: `list` holds `count` pieces and `i < count`; the piece
@@ -209,13 +217,7 @@ impl<'a> PieceList<'a> {
                 lite_set_atomic_piece(list.as_ptr(), i, piece.as_mut_ptr().cast(), piece.len())
             };
         }
-        // INVARIANT: `list` was allocated above for `count` pieces, each set
-        // to a range of `message`.
-        Ok(PieceList {
-            list,
-            count,
-            _message: PhantomData,
-        })
+        Ok(pieces)
     }
 }
 
