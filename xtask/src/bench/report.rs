@@ -173,12 +173,12 @@ pub fn say_logs(logs: &Path, problems: &[String]) {
 /// The comparison table, one string per line.
 pub fn table(m: &Measurements) -> Vec<String> {
     let (native, lite) = (&m.native, m.lite.values());
-    // RPC and atomics have tables of their own.
+    // RPC, kernel messages and atomics have tables of their own.
     let mut keys: Vec<(String, u64)> = native
         .iter()
         .map(|n| (n.op.clone(), n.size))
         .chain(lite.clone().map(|l| (l.op.clone(), l.size)))
-        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && !is_atomic(op))
+        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && op != KMSG_OP && !is_atomic(op))
         .collect();
     keys.sort();
     keys.dedup();
@@ -1040,7 +1040,11 @@ mod tests {
         let kmsg = "LITE-RECORD {\"latency\":{\"op\":\"kmsg\",\"size\":64,\"iters\":1000,\
             \"median\":3000.00,\"p10\":2800.00,\"p90\":3400.00,\"min\":2000,\"max\":9000,\
             \"stdev\":400}}\n";
-        let table = words_of(&rpc_table(&measured(&format!("{RPC_LOG}{kmsg}"))));
+        let m = measured(&format!("{RPC_LOG}{kmsg}"));
+        assert!(!words_of(&table(&m))
+            .iter()
+            .any(|row| row.starts_with(KMSG_OP)));
+        let table = words_of(&rpc_table(&m));
         // Two notes, column names, then sizes 8, 64 (2500 / (2 x 1000) for
         // RPC, 3000 / (2 x 1000) for kernel messages) and 512.
         let sizes = [
