@@ -609,8 +609,8 @@ unsafe fn gather(list: *const AtomicPiece, length: c_int) -> Result<KVVec<u8>> {
     }
     let max = MAX_MESSAGE_SIZE as usize;
     let count = u32::try_from(length).map_err(|_| EINVAL)?;
-    // Each piece takes a length field: more cannot fit a message.
-    if count == 0 || count as usize > max / 4 {
+    // Bounds the pieces read before their lengths are known.
+    if count == 0 || count as usize > pieces::max_pieces(max) {
         return Err(EINVAL);
     }
     let mut parts = KVec::with_capacity(count as usize, GFP_KERNEL)?;
@@ -625,13 +625,10 @@ unsafe fn gather(list: *const AtomicPiece, length: c_int) -> Result<KVVec<u8>> {
         // section); the slice is only used in this call.
         parts.push(unsafe { kernel_slice(at, len as u64) }?, GFP_KERNEL)?;
     }
-    let mut lengths = KVec::with_capacity(parts.len(), GFP_KERNEL)?;
-    for part in parts.iter() {
-        lengths.push(part.len(), GFP_KERNEL)?;
-    }
-    let len = pieces::message_len(lengths.iter().copied(), max)?;
+    let lengths = || parts.iter().map(|part| part.len());
+    let len = pieces::message_len(lengths(), max)?;
     let mut message = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-    let mut rest = pieces::put_header(&lengths, &mut message)?;
+    let mut rest = pieces::put_header(lengths(), &mut message)?;
     for part in parts.iter() {
         // PANIC: `message` is the header plus the parts' lengths
         // (`message_len`), and `rest` what follows the header.

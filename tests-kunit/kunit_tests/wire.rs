@@ -424,7 +424,7 @@ kunit_case!(lite_test_kernel_message_pieces, |c| {
     };
     check!(c, len == 4 + 3 * 4 + 9);
     let mut message = [0u8; 25];
-    let Ok(rest) = pieces::put_header(&lengths, &mut message) else {
+    let Ok(rest) = pieces::put_header(lengths.iter().copied(), &mut message) else {
         check!(c, false);
         return;
     };

@@ -18,6 +18,18 @@ use crate::internal::wire_layout::WireField;
 /// Bytes of the count and of each length.
 const FIELD: usize = <u32 as WireField>::LEN;
 
+/// The length of the header of `count` pieces: the count and a length
+/// for each; `None` if it overflows.
+fn header_len(count: usize) -> Option<usize> {
+    count.checked_add(1)?.checked_mul(FIELD)
+}
+
+/// The most pieces a message of `max` bytes can hold: each takes a length
+/// field, after the count.
+pub(crate) fn max_pieces(max: usize) -> usize {
+    (max / FIELD).saturating_sub(1)
+}
+
 /// The length of the message holding pieces of `lengths` bytes.
 ///
 /// # Errors
@@ -31,10 +43,7 @@ pub(crate) fn message_len(
     if count == 0 {
         return Err(EINVAL);
     }
-    let header = count
-        .checked_add(1)
-        .and_then(|fields| fields.checked_mul(FIELD))
-        .ok_or(EINVAL)?;
+    let header = header_len(count).ok_or(EINVAL)?;
     let len = lengths.try_fold(header, |len, piece| len.checked_add(piece).ok_or(EINVAL))?;
     if len > max {
         return Err(EINVAL);
@@ -49,10 +58,12 @@ pub(crate) fn message_len(
 ///
 /// `EINVAL` if `out` is shorter than the header, or a length does not fit
 /// the layout.
-pub(crate) fn put_header<'a>(lengths: &[usize], out: &'a mut [u8]) -> Result<&'a mut [u8]> {
+pub(crate) fn put_header(
+    lengths: impl ExactSizeIterator<Item = usize>,
+    out: &mut [u8],
+) -> Result<&mut [u8]> {
     let mut rest = out;
-    let count = Iterator::chain(core::iter::once(lengths.len()), lengths.iter().copied());
-    for value in count {
+    for value in Iterator::chain(core::iter::once(lengths.len()), lengths) {
         if rest.len() < FIELD {
             return Err(EINVAL);
         }
@@ -77,9 +88,7 @@ pub(crate) fn ranges(message: &[u8]) -> Result<KVec<Range<usize>>> {
     if count == 0 {
         return Err(bad());
     }
-    let header = count
-        .checked_add(1)
-        .and_then(|fields| fields.checked_mul(FIELD))
+    let header = header_len(count)
         .filter(|header| *header <= message.len())
         .ok_or_else(bad)?;
     let mut ranges = KVec::with_capacity(count, GFP_KERNEL)?;
