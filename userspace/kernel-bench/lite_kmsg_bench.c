@@ -6,9 +6,15 @@
  * /sys/kernel/debug/lite_kmsg_bench/round_trips makes CALLS calls of SIZE
  * bytes to NODE, one after the other, each reply checked; reading the file
  * then gives each call's time in nanoseconds, one per line.
+ *
+ * With the parameter "hold" set (at load time or later, in
+ * /sys/module/lite_kmsg_bench/parameters/hold), the handler answers no call
+ * until the module unloads: the failure test makes a node that is killed
+ * with kernel messages in its hands.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -23,6 +29,13 @@
 
 static struct dentry *bench_dir;
 
+static bool hold;
+module_param(hold, bool, 0644);
+MODULE_PARM_DESC(hold, "Hold every call until the module unloads");
+
+/* Completed on unload, which releases the calls held. */
+static DECLARE_COMPLETION(unloading);
+
 /* The last run's times, in nanoseconds. */
 static DEFINE_MUTEX(bench_lock);
 static u64 *bench_times;
@@ -31,6 +44,9 @@ static unsigned int bench_count;
 static int bench_echo(char *msg, u32 size, char *reply, u32 *reply_size,
 		      int sender_id)
 {
+	/* Interruptible: a held call must not look like a hung task. */
+	if (READ_ONCE(hold) && !wait_for_completion_interruptible(&unloading))
+		return -ECANCELED;
 	if (size > LITE_KMSG_MAX_REPLY)
 		return -EMSGSIZE;
 	memcpy(reply, msg, size);
@@ -142,6 +158,7 @@ static int __init lite_kmsg_bench_init(void)
 static void __exit lite_kmsg_bench_exit(void)
 {
 	debugfs_remove(bench_dir);
+	complete_all(&unloading);
 	liteapi_reg_send_reply_handler(NULL);
 	kvfree(bench_times);
 }

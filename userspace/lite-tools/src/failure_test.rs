@@ -20,9 +20,12 @@
 //! Both roles go through the same barriers (with all `nodes`), each
 //! marking the end of a phase:
 //!
-//! 1. everybody joined, and the victim has registered port [`VICTIM_PORT`];
+//! 1. everybody joined, and the victim has registered port [`VICTIM_PORT`]
+//!    and loaded the kernel message module, whose handler holds every
+//!    call ([`crate::kernel_message_module`]);
 //! 2. the survivors found the victim (the only other node with the port)
-//!    and allocated LMR A on it and LMR B on the next survivor; the victim
+//!    and allocated LMR A on it and LMR B on the next survivor, and loaded
+//!    the kernel message module as a kernel caller; the victim
 //!    created a lock on itself and locks W and O on survivor A, took all
 //!    three and published their numbers and A's id in a lock record
 //!    (taking a lock needs a peer, hence not before barrier 1);
@@ -36,7 +39,9 @@
 //! After barrier 5 each survivor has five threads going: T1 writes to LMR A
 //! until a write fails, T2 calls the victim's port (nobody receives), T3
 //! waits for the victim's lock, T4 enters a barrier the victim never
-//! enters, T5 writes, reads back and checks data on LMR B. Survivor B has
+//! enters, T5 writes, reads back and checks data on LMR B, and, where
+//! modules can be loaded (not in the in-memory model), T7 makes a kernel
+//! call (`liteapi_send_reply`) to the victim's handler. Survivor B has
 //! a sixth, T6, which waits for lock W: at the death W must be handed to
 //! it with `EOWNERDEAD`, within the same bound as the calls that fail;
 //! T6 then unlocks W, and locks and unlocks it once more (0 each time). A
@@ -104,6 +109,9 @@ pub const VICTIM_PORT: u32 = 7;
 
 /// Largest message the victim's port accepts.
 const VICTIM_PORT_MAX_SIZE: u64 = 4096;
+
+/// Size of T7's kernel message.
+const KERNEL_MESSAGE_SIZE: u64 = 64;
 
 /// Size of LMR A (on the victim) and LMR B (on the next survivor).
 const LMR_SIZE: u64 = 1 << 20;
@@ -593,6 +601,9 @@ struct Setup {
     lmr_a: Option<Target>,
     /// LMR B, on the next survivor.
     lmr_b: Option<Target>,
+    /// Whether the kernel message module loaded; `None` where modules
+    /// cannot be loaded.
+    kernel_caller: Option<bool>,
 }
 
 /// Reads the victim's lock record through a mapping, which is dropped
@@ -609,7 +620,7 @@ fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<LockRecord, St
 }
 
 /// Phase 1 of a survivor: finds the victim, allocates LMR A on it and
-/// LMR B on the next survivor.
+/// LMR B on the next survivor, and loads the kernel message module.
 fn set_up_survivor<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -637,6 +648,10 @@ fn set_up_survivor<K: Kernel, W: Write>(
         &format!("alloc_remote of 1 MiB on the next survivor ({next}) returns a handle (LMR B)"),
         lmr_b,
     );
+    setup.kernel_caller = kernel.load_kernel_message_module(false).map(|loaded| {
+        let what = "the kernel message module loads (a kernel caller for T7)";
+        tap.check_value(what, loaded).is_some()
+    });
     setup
 }
 
@@ -770,16 +785,20 @@ pub enum Call {
     WaitedLock,
     /// T4: `lite_dist_barrier` with all nodes.
     DistBarrier,
+    /// T7: `liteapi_send_reply` from this node's kernel to the victim's
+    /// kernel message handler, which holds its calls.
+    KernelMessage,
 }
 
 impl Call {
     /// Every call, in report order.
-    pub const ALL: [Call; 5] = [
+    pub const ALL: [Call; 6] = [
         Call::RdmaWrite,
         Call::SendReplyImm,
         Call::Lock,
         Call::WaitedLock,
         Call::DistBarrier,
+        Call::KernelMessage,
     ];
 
     /// The system call's name, told apart for the lock that must come with
@@ -791,6 +810,7 @@ impl Call {
             Call::Lock => "lock",
             Call::WaitedLock => "lock_owner_dead",
             Call::DistBarrier => "dist_barrier",
+            Call::KernelMessage => "kernel_message",
         }
     }
 
@@ -1175,6 +1195,7 @@ struct Ready {
     /// LMR B and the survivor holding it.
     lmr_b: Option<(Target, u32)>,
     locks: VictimLocks,
+    kernel_caller: Option<bool>,
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
@@ -1243,6 +1264,7 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
         lmr_a,
         lmr_b: setup.lmr_b.zip(setup.next),
         locks,
+        kernel_caller: setup.kernel_caller,
     };
     if !watch_failure(kernel, tap, &ready, &chunks) {
         return;
@@ -1464,7 +1486,8 @@ fn await_relocked(
         .and_then(|outcome| outcome)
 }
 
-/// Starts T2, T3 and T4, which block until the victim dies, and on
+/// Starts T2, T3, T4 and (where modules load) T7, which block until the
+/// victim dies, and on
 /// survivor B T6, which waits for lock W; T6's later unlock and lock
 /// arrive on the returned channel. Their buffers belong to their threads,
 /// which may outlive the test.
@@ -1508,6 +1531,17 @@ fn start_blocking_calls<K: SharedKernel>(
     });
     calls.started(Call::DistBarrier, spawned);
 
+    if let Some(loaded) = ready.kernel_caller {
+        let spawned = if loaded {
+            spawn_call(kernel, Call::KernelMessage, returns, move |k| {
+                k.kernel_message_call(victim, KERNEL_MESSAGE_SIZE)
+            })
+        } else {
+            Err("the kernel message module is not loaded".to_string())
+        };
+        calls.started(Call::KernelMessage, spawned);
+    }
+
     let LockDuty::WaitFor { lock, .. } = ready.locks.duty else {
         return None;
     };
@@ -1547,7 +1581,12 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
         _ => None,
     };
     for call in Call::ALL {
-        if call == Call::WaitedLock && waited.is_none() {
+        let modelled = match call {
+            Call::WaitedLock => waited.is_some(),
+            Call::KernelMessage => ready.kernel_caller.is_some(),
+            _ => true,
+        };
+        if !modelled {
             continue;
         }
         let what = match call {
@@ -1564,6 +1603,9 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             Call::DistBarrier => {
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
+            Call::KernelMessage => format!(
+                "kernel message of {KERNEL_MESSAGE_SIZE} B to the victim's handler, which holds it,"
+            ),
         };
         let outcome = &calls.outcomes[call as usize];
         let got = outcome

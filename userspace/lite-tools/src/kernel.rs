@@ -8,6 +8,7 @@ use libc::c_long;
 use crate::debugfs;
 use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
+use crate::kernel_message_module;
 
 /// LITE's system calls, one line each, for [`Kernel`]'s declarations and
 /// for kernels that make several calls one way: `kernel_calls!(MODE:
@@ -270,6 +271,18 @@ pub trait Kernel: Sync {
     fn second_device(&self, _step: SecondDevice) -> Option<Result<(), String>> {
         None
     }
+    /// Loads the kernel message module ([`kernel_message_module`]) with
+    /// its handler answering at once or, with `hold`, never; `None` if this
+    /// kernel cannot load modules (an in-memory model).
+    fn load_kernel_message_module(&self, _hold: bool) -> Option<Result<(), String>> {
+        None
+    }
+    /// One `liteapi_send_reply` of `size` bytes from this node's kernel
+    /// (the module [`Kernel::load_kernel_message_module`] loaded) to the
+    /// handler of `node`: 0 or the negative errno.
+    fn kernel_message_call(&self, _node: u32, _size: u64) -> c_long {
+        -c_long::from(libc::ENOSYS)
+    }
 }
 
 /// Exists while LITE is loaded as a module (not when it is built in).
@@ -348,6 +361,17 @@ impl Kernel for Syscalls {
 
     fn second_device(&self, step: SecondDevice) -> Option<Result<(), String>> {
         Some(guest_devices::change_second_device(step))
+    }
+
+    fn load_kernel_message_module(&self, hold: bool) -> Option<Result<(), String>> {
+        Some(kernel_message_module::load(hold))
+    }
+
+    fn kernel_message_call(&self, node: u32, size: u64) -> c_long {
+        match kernel_message_module::round_trips(node, size, 1) {
+            Ok(_) => 0,
+            Err(e) => -c_long::from(e.raw_os_error().unwrap_or(libc::EIO)),
+        }
     }
 
     fn has_rdma_device(&self) -> bool {

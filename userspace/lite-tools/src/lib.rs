@@ -78,6 +78,7 @@ mod fake_kernel;
 pub mod fuzz;
 pub mod guest_devices;
 pub mod kernel;
+pub mod kernel_message_module;
 pub mod keyring;
 pub mod partition_test;
 pub mod pattern;

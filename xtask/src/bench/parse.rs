@@ -764,7 +764,7 @@ LITE-RECORD {\"regions\":{\"size\":65536,\"lmrs\":\"x\",\"local\":50,\"memory_re
 
     /// A survivor of the failure phase that watches the leaves, as its
     /// console logged it (a real run, shortened): kernel messages between
-    /// the TAP lines, four stall comments, the first cycle.
+    /// the TAP lines, five stall comments, the first cycle.
     pub(crate) const FAILURE_OBSERVER: &str = "\
 LITE-GUEST-RUN role=bench-failure-survivor
 TAP version 13
@@ -776,6 +776,7 @@ ok 15 - rdma_write returns within 4500 ms of the last successful write (2970 ms)
 # stall send_reply_imm 2951 ms
 # stall lock 2944 ms
 # stall dist_barrier 2973 ms
+# stall kernel_message 2948 ms
 ok 29 - leave/rejoin: dist_barrier(3) of the survivors before the cycles returns 0
 # cycle 1: 2 nodes 13309 ms after the cycle could begin, for 1203 ms
 ok 30 - leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3 (node 3 left and joined again)
@@ -795,6 +796,7 @@ ok 14 - rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOW
 # stall send_reply_imm 2910 ms
 # stall lock 2904 ms
 # stall dist_barrier 2922 ms
+# stall kernel_message 2912 ms
 ok 28 - leave/rejoin: node 3 holds chunks of the observers' spread LMRs before its first leave (held_chunks 4)
 lite: node 3 left the cluster
 # leave 13302 ms
@@ -1095,11 +1097,12 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
         let want = [
             // An observer neither leaves nor joins again; its own comments on
             // the cycles are no leave times.
-            "rdma_write 2970, send_reply_imm 2951, lock 2944, dist_barrier 2973; ; ",
+            "rdma_write 2970, send_reply_imm 2951, lock 2944, dist_barrier 2973, \
+             kernel_message 2948; ; ",
             // The second leave's comment is broken: the next one is still the
             // third cycle's, not taken for the first or second.
-            "rdma_write 2919, send_reply_imm 2910, lock 2904, dist_barrier 2922; \
-             1:13302, 3:158, 4:187; 207, 316, 527, 330",
+            "rdma_write 2919, send_reply_imm 2910, lock 2904, dist_barrier 2922, \
+             kernel_message 2912; 1:13302, 3:158, 4:187; 207, 316, 527, 330",
             // A leave whose cycle's test points are all missing still follows
             // the leave before it.
             "; 1:900, 2:80, 3:70; ",
@@ -1124,8 +1127,8 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
         m.add_failure_logs("failure/", &failure_logs(), 4);
         let names: Vec<&str> = m.failure.iter().map(|n| n.node.as_str()).collect();
         assert_eq!(names, ["failure/node1", "failure/node2", "failure/node3"]);
-        // The kernel message broke node 2's lock stall: three are left.
-        assert_eq!(m.failure[1].stalls.len(), 3);
+        // The kernel message broke node 2's lock stall: four are left.
+        assert_eq!(m.failure[1].stalls.len(), 4);
         assert!(m.failure[1].stalls.iter().all(|s| s.call != "lock"));
         assert!(m.problems.is_empty(), "{:?}", m.problems);
         assert!(!m.is_empty());

@@ -25,7 +25,13 @@ const KMSG_OP: &str = "kmsg";
 
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
-const STALL_CALLS: [&str; 4] = ["rdma_write", "send_reply_imm", "lock", "dist_barrier"];
+const STALL_CALLS: [&str; 5] = [
+    "rdma_write",
+    "send_reply_imm",
+    "lock",
+    "dist_barrier",
+    "kernel_message",
+];
 
 /// The call of the one survivor that waits for a lock the dead node held
 /// (kept by another survivor), which it gets with `EOWNERDEAD`.
@@ -893,10 +899,10 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
     if nodes.iter().all(|n| n.stalls.is_empty()) {
         return Vec::new();
     }
-    let [rdma_write, send_reply_imm, lock, dist_barrier] = STALL_CALLS;
+    let [rdma_write, send_reply_imm, lock, dist_barrier, kernel_message] = STALL_CALLS;
     let table = Table::new(&format!(
         "<16 survivor|>11 {rdma_write}|>15 {send_reply_imm}|>8 {lock}|>13 {dist_barrier}|\
-         >10 detection"
+         >15 {kernel_message}|>10 detection"
     ));
     table.lines(nodes.iter().map(|node| {
         let stalls = STALL_CALLS.iter().map(|call| stall_of(node, call));
@@ -1194,7 +1200,7 @@ mod tests {
         assert!(table[0].starts_with("stall: from a survivor's last successful write"));
         assert!(table[1].starts_with("detection: each survivor's smallest stall"));
         assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
-        // Detection: the smallest stalls 2944, 2951 (no lock stall) and
+        // Detection: the smallest stalls 2944, 2948 (no lock stall) and
         // 2904. Node 2's lock stall was broken: two, their median between
         // them. No survivor of these logs waited for a lock the victim
         // held. The worst: 2973, 2973 and 2922. The first leave apart; the
@@ -1203,23 +1209,24 @@ mod tests {
             table[3..],
             [
                 "metric count median min max dead-after bound",
-                "detection 3 2944 2904 2951 3000 4500",
+                "detection 3 2944 2904 2948 3000 4500",
                 "stall rdma_write 3 2970 2919 2970 3000 4500",
                 "stall send_reply_imm 3 2951 2910 2951 3000 4500",
                 "stall lock 2 2924 2904 2944 3000 4500",
                 "stall dist_barrier 3 2973 2922 2973 3000 4500",
+                "stall kernel_message 3 2948 2912 2948 3000 4500",
                 "stall lock_owner_dead (handed over) 0 - - - 3000 4500",
                 "worst stall (per survivor) 3 2973 2922 2973 3000 4500",
                 "leave, cycle 1 (moves chunks) 1 13302 13302 13302 - -",
                 "leave, cycles 2-10 2 172.5 158 187 - -",
                 "rejoin 4 323 207 527 - -",
-                "survivor rdma_write send_reply_imm lock dist_barrier detection",
-                "failure/node1 2970 2951 2944 2973 2944",
-                "failure/node2 2970 2951 - 2973 2951",
-                "failure/node3 2919 2910 2904 2922 2904",
+                "survivor rdma_write send_reply_imm lock dist_barrier kernel_message detection",
+                "failure/node1 2970 2951 2944 2973 2948 2944",
+                "failure/node2 2970 2951 - 2973 2948 2948",
+                "failure/node3 2919 2910 2904 2922 2912 2904",
                 "stall bound (every stall <= 4500 ms): met (worst 2973 ms, dist_barrier on \
                  failure/node1)",
-                "note: 11 of 12 stall times were readable in the logs",
+                "note: 14 of 15 stall times were readable in the logs",
                 "leave and rejoin: failure/node3 (3 leave and 4 rejoin times of 10 cycles \
                  readable in the logs)",
             ]
@@ -1241,7 +1248,7 @@ mod tests {
         let mut m = Measurements::default();
         m.add_failure_logs("", &failure_logs()[..1], 4);
         let table = failure_table(&m.failure);
-        for line in &table[11..14] {
+        for line in &table[12..15] {
             assert!(words(line).ends_with(" 0 - - - - -"), "{line}");
         }
         let note =
@@ -1270,7 +1277,7 @@ mod tests {
             "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)";
         assert_eq!(stall_verdict(&nodes), not_met);
         let table = failure_table(&nodes);
-        let first_leave = words(&table[11]);
+        let first_leave = words(&table[12]);
         assert_eq!(first_leave, "leave, cycle 1 (moves chunks) 0 - - - - -");
         let note = table.last().map_or("", String::as_str);
         let named = note.ends_with("; the first leave's time is missing");

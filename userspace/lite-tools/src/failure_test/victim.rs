@@ -155,6 +155,12 @@ pub fn run_victim<K: Kernel, W: Write>(
     let me = join(kernel, config.cm)?;
     log.note(&format!("joined the cluster at {} as node {me}", config.cm));
     register_victim_port(kernel, &mut log);
+    if let Some(loaded) = kernel.load_kernel_message_module(true) {
+        log.step(
+            "loading the kernel message module, holding every call",
+            loaded,
+        );
+    }
 
     let barrier = |log: &mut VictimLog<'_, W>, after: &str| -> Result<(), String> {
         enter_setup_barrier(kernel, nodes, after)?;

@@ -62,13 +62,13 @@ use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
 use lite_tools::fuzz::rng::Rng;
 use lite_tools::kernel::{Kernel, Syscalls};
+use lite_tools::kernel_message_module as kernel_messages;
 use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
 mod baseline;
 mod cluster_scale;
-mod kernel_messages;
 mod piped;
 mod process_curve;
 
@@ -657,7 +657,7 @@ fn run(options: &Options) -> Result<(), String> {
             RpcServer::start(options)
         };
         let handler = if options.series == Series::All {
-            kernel_messages::load()
+            kernel_messages::load(false)
         } else {
             Ok(())
         };
@@ -1230,14 +1230,26 @@ fn measure_kernel_messages(options: &Options) -> Result<(), String> {
         return Ok(());
     }
     let node = options.memory_node;
-    kernel_messages::load()?;
-    kernel_messages::wait_for_handler(node)?;
+    kernel_messages::load(false)?;
+    let round_trips = |size, calls| {
+        kernel_messages::round_trips(node, size, calls).map_err(|e| {
+            let what = format!("{calls} kernel messages of {size} B to node {node}");
+            (e.kind(), format!("{what}: {}", describe_error(&e)))
+        })
+    };
+    // The memory node loads its module while this node starts measuring.
+    let deadline = Instant::now() + RPC_SERVER_WAIT;
+    while let Err((kind, e)) = round_trips(1, 1) {
+        if kind != std::io::ErrorKind::ConnectionRefused || Instant::now() >= deadline {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     say(format_args!(
         "lite-bench: kernel messages to node {node}'s handler, {} round trips per size",
         options.iters
     ));
-    let round_trips =
-        |size, calls| kernel_messages::round_trips(node, size, calls).map_err(|(_, e)| e);
+    let round_trips = |size, calls| round_trips(size, calls).map_err(|(_, e)| e);
     for size in sizes {
         round_trips(size, WARMUP_OPS)?;
         report(

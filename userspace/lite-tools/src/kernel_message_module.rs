@@ -1,0 +1,58 @@
+//! The `lite_kmsg_bench` module (`userspace/kernel-bench`), a kernel
+//! caller and handler of LITE's kernel messages. Every node that loads it
+//! answers `liteapi_send_reply` calls with the request (or, with `hold`
+//! set, holds them until it unloads); writing to its debugfs file makes
+//! that node's kernel call another node's handler, so no system call is
+//! in what `lite-bench` times, and the failure test has a kernel caller
+//! that waits on a dying node.
+
+use std::io::{Error, ErrorKind};
+use std::process::Command;
+
+use crate::errno::describe_error;
+
+/// The module.
+const MODULE: &str = "lite_kmsg_bench";
+
+/// Its file: write `NODE SIZE CALLS` to make the calls, read their times
+/// (nanoseconds, one per line).
+const ROUND_TRIPS: &str = "/sys/kernel/debug/lite_kmsg_bench/round_trips";
+
+/// Its parameter: whether its handler holds every call until it unloads.
+const HOLD_PARAMETER: &str = "/sys/module/lite_kmsg_bench/parameters/hold";
+
+/// The largest message it sends: a send-reply handler's largest reply
+/// (`LITE_KMSG_MAX_REPLY`), as it echoes the request.
+pub const MAX_SIZE: u64 = 4096;
+
+/// Loads the module (if it is not loaded) and makes its handler answer
+/// at once or, with `hold`, never while it is loaded.
+pub fn load(hold: bool) -> Result<(), String> {
+    let status = Command::new("modprobe")
+        .arg(MODULE)
+        .status()
+        .map_err(|e| format!("modprobe {MODULE}: {e}"))?;
+    if !status.success() {
+        return Err(format!("modprobe {MODULE}: {status}"));
+    }
+    std::fs::write(HOLD_PARAMETER, if hold { "Y" } else { "N" })
+        .map_err(|e| format!("{HOLD_PARAMETER}: {}", describe_error(&e)))
+}
+
+/// Makes `calls` round trips of `size` bytes to `node`'s handler; their
+/// times in microseconds. The error of a call is the kernel's errno.
+pub fn round_trips(node: u32, size: u64, calls: usize) -> Result<Vec<f64>, Error> {
+    std::fs::write(ROUND_TRIPS, format!("{node} {size} {calls}"))?;
+    let text = std::fs::read_to_string(ROUND_TRIPS)?;
+    let times = text
+        .lines()
+        .map(|line| line.parse::<u64>().map(|ns| ns as f64 / 1000.0))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::new(ErrorKind::InvalidData, format!("{ROUND_TRIPS}: {e}")))?;
+    if times.len() != calls {
+        let got = times.len();
+        let what = format!("{ROUND_TRIPS}: {got} times for {calls} calls");
+        return Err(Error::new(ErrorKind::InvalidData, what));
+    }
+    Ok(times)
+}
