@@ -1716,6 +1716,13 @@ fn watch_failure<K: SharedKernel, W: Write>(
     let last_write_ns = progress.last_write_ns.load(Ordering::SeqCst);
     let failed_ns = progress.failed_ns.load(Ordering::SeqCst);
     report_calls(tap, ready, &calls, last_write_ns);
+    // LITE's module, which the leaver unloads in the cycles, cannot be
+    // unloaded before it.
+    if ready.kernel_caller == Some(true) {
+        if let Some(unloaded) = kernel.unload_kernel_message_module() {
+            tap.check("the kernel message module unloads after T7", unloaded);
+        }
+    }
     match ready.locks.duty {
         LockDuty::WaitFor { lock, .. } => {
             let taken = calls.outcomes[Call::WaitedLock as usize].as_ref().map(drop);

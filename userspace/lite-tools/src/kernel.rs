@@ -277,6 +277,10 @@ pub trait Kernel: Sync {
     fn load_kernel_message_module(&self, _hold: bool) -> Option<Result<(), String>> {
         None
     }
+    /// Unloads the kernel message module; `None` as above.
+    fn unload_kernel_message_module(&self) -> Option<Result<(), String>> {
+        None
+    }
     /// One `liteapi_send_reply` of `size` bytes from this node's kernel
     /// (the module [`Kernel::load_kernel_message_module`] loaded) to the
     /// handler of `node`: 0 or the negative errno.
@@ -365,6 +369,10 @@ impl Kernel for Syscalls {
 
     fn load_kernel_message_module(&self, hold: bool) -> Option<Result<(), String>> {
         Some(kernel_message_module::load(hold))
+    }
+
+    fn unload_kernel_message_module(&self) -> Option<Result<(), String>> {
+        Some(kernel_message_module::unload())
     }
 
     fn kernel_message_call(&self, node: u32, size: u64) -> c_long {

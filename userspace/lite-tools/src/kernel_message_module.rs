@@ -7,9 +7,9 @@
 //! that waits on a dying node.
 
 use std::io::{Error, ErrorKind};
-use std::process::Command;
 
 use crate::errno::describe_error;
+use crate::guest_devices::run_tool;
 
 /// The module.
 const MODULE: &str = "lite_kmsg_bench";
@@ -28,15 +28,15 @@ pub const MAX_SIZE: u64 = 4096;
 /// Loads the module (if it is not loaded) and makes its handler answer
 /// at once or, with `hold`, never while it is loaded.
 pub fn load(hold: bool) -> Result<(), String> {
-    let status = Command::new("modprobe")
-        .arg(MODULE)
-        .status()
-        .map_err(|e| format!("modprobe {MODULE}: {e}"))?;
-    if !status.success() {
-        return Err(format!("modprobe {MODULE}: {status}"));
-    }
+    run_tool("modprobe", &[MODULE])?;
     std::fs::write(HOLD_PARAMETER, if hold { "Y" } else { "N" })
         .map_err(|e| format!("{HOLD_PARAMETER}: {}", describe_error(&e)))
+}
+
+/// Unloads the module, which LITE's own module cannot be unloaded
+/// before.
+pub fn unload() -> Result<(), String> {
+    run_tool("rmmod", &[MODULE])
 }
 
 /// Makes `calls` round trips of `size` bytes to `node`'s handler; their
