@@ -88,6 +88,7 @@ use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expe
 use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
+use crate::resources::{self, Counters, RESOURCES_FILE};
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
@@ -591,7 +592,7 @@ pub(crate) fn port_owner_point<K: Kernel, W: Write>(
 }
 
 /// What a survivor set up in phase 1; `None` for what failed.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default)]
 struct Setup {
     /// The only other node with the victim's port.
     victim: Option<u32>,
@@ -601,9 +602,57 @@ struct Setup {
     lmr_a: Option<Target>,
     /// LMR B, on the next survivor.
     lmr_b: Option<Target>,
-    /// Whether the kernel message module loaded; `None` where modules
-    /// cannot be loaded.
-    kernel_caller: Option<bool>,
+    /// T7's caller; `None` where modules cannot be loaded.
+    kernel_caller: Option<KernelCaller>,
+}
+
+/// The kernel message module, T7's caller.
+#[derive(Debug)]
+struct KernelCaller {
+    /// Whether it loaded.
+    loaded: bool,
+    /// LITE's resource counters before it loaded.
+    counters_before: Result<Counters, String>,
+}
+
+/// The counters of LITE's calls, which the calls to the dead node and the
+/// module's handler must give back.
+const CALL_COUNTERS: [&str; 2] = ["rpc_ports", "reply_slots"];
+
+/// LITE's resource counters on this node.
+fn resource_counters<K: Kernel>(kernel: &K) -> Result<Counters, String> {
+    let text = kernel
+        .read_debugfs(RESOURCES_FILE)
+        .ok_or("this kernel has no debugfs")?;
+    resources::parse(&text.map_err(|e| format!("{RESOURCES_FILE}: {e}"))?)
+}
+
+/// Checks that T7's module and the calls to the dead node gave back
+/// every [`CALL_COUNTERS`] counter, once the calls returned and the module
+/// unloaded.
+fn check_calls_released<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, caller: &KernelCaller) {
+    let now = resource_counters(kernel);
+    let value = |counters: &Result<Counters, String>, name: &str| match counters {
+        Ok(counters) => counters
+            .get(name)
+            .copied()
+            .ok_or(format!("{name} is not listed")),
+        Err(e) => Err(e.clone()),
+    };
+    for name in CALL_COUNTERS {
+        let (before, after) = (value(&caller.counters_before, name), value(&now, name));
+        tap.check(
+            &format!(
+                "{name} back to its value before T7's module loaded ({} -> {})",
+                or_unknown(&before),
+                or_unknown(&after)
+            ),
+            match (before, after) {
+                (Ok(before), Ok(after)) => unless(after <= before, || "not given back".into()),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            },
+        );
+    }
 }
 
 /// Reads the victim's lock record through a mapping, which is dropped
@@ -648,9 +697,14 @@ fn set_up_survivor<K: Kernel, W: Write>(
         &format!("alloc_remote of 1 MiB on the next survivor ({next}) returns a handle (LMR B)"),
         lmr_b,
     );
+    let counters_before = resource_counters(kernel);
     setup.kernel_caller = kernel.load_kernel_message_module(false).map(|loaded| {
         let what = "the kernel message module loads (a kernel caller for T7)";
-        tap.check_value(what, loaded).is_some()
+        let loaded = tap.check_value(what, loaded).is_some();
+        KernelCaller {
+            loaded,
+            counters_before,
+        }
     });
     setup
 }
@@ -1195,7 +1249,7 @@ struct Ready {
     /// LMR B and the survivor holding it.
     lmr_b: Option<(Target, u32)>,
     locks: VictimLocks,
-    kernel_caller: Option<bool>,
+    kernel_caller: Option<KernelCaller>,
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
@@ -1531,8 +1585,8 @@ fn start_blocking_calls<K: SharedKernel>(
     });
     calls.started(Call::DistBarrier, spawned);
 
-    if let Some(loaded) = ready.kernel_caller {
-        let spawned = if loaded {
+    if let Some(caller) = &ready.kernel_caller {
+        let spawned = if caller.loaded {
             spawn_call(kernel, Call::KernelMessage, returns, move |k| {
                 k.kernel_message_call(victim, KERNEL_MESSAGE_SIZE)
             })
@@ -1718,7 +1772,8 @@ fn watch_failure<K: SharedKernel, W: Write>(
     report_calls(tap, ready, &calls, last_write_ns);
     // LITE's module, which the leaver unloads in the cycles, cannot be
     // unloaded before it.
-    if ready.kernel_caller == Some(true) {
+    let kernel_caller = ready.kernel_caller.as_ref().filter(|caller| caller.loaded);
+    if kernel_caller.is_some() {
         if let Some(unloaded) = kernel.unload_kernel_message_module() {
             tap.check("the kernel message module unloads after T7", unloaded);
         }
@@ -1750,6 +1805,9 @@ fn watch_failure<K: SharedKernel, W: Write>(
 
     let report = stop_traffic(traffic, all_returned_ns);
     check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
+    if let Some(caller) = kernel_caller {
+        check_calls_released(kernel.as_ref(), tap, caller);
+    }
 
     let survivors = nodes - 1;
     let in_step = barrier_point(
