@@ -401,10 +401,7 @@ impl StageBuild {
             return Err(err.context(format!("{label} failed:\n{lines}")));
         }
         let found: Vec<&str> = this_run.lines().filter(|l| is_lite_diagnostic(l)).collect();
-        if !found.is_empty() {
-            bail!("{label} reports on LITE's files:\n  {}", found.join("\n  "));
-        }
-        Ok(())
+        ui::fail_listing(&format!("{label} reports on LITE's files"), &found)
     }
 
     /// The debug configuration, with `CONFIG_LITE` off when `lite` says so;

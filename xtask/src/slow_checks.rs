@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::kernel::{self, Flavour, Lite};
 use crate::patchset::Series;
@@ -109,9 +109,7 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let failures: Vec<String> = failed
         .map(|(name, err)| format!("{name}: {err:#}"))
         .collect();
-    if !failures.is_empty() {
-        bail!("slow checks failed:\n  {}", failures.join("\n  "));
-    }
+    ui::fail_listing("slow checks failed", &failures)?;
     restored
 }
 

@@ -67,6 +67,16 @@ impl std::fmt::Display for ReportedExitStatus {
 
 impl std::error::Error for ReportedExitStatus {}
 
+/// Fails with `what`, then each of `items` on an indented line of its
+/// own, unless there are none.
+pub fn fail_listing(what: &str, items: &[impl AsRef<str>]) -> anyhow::Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    anyhow::bail!("{what}:\n  {}", items.join("\n  "))
+}
+
 /// Prints a line and flushes, so progress shows up immediately when stdout is a pipe.
 pub fn say(line: &str) {
     if cfg!(test) {
