@@ -841,12 +841,6 @@ mod tests {
         assert_eq!(parse_death(late), None);
         assert!(is_late_heartbeat(late) && !is_late_heartbeat(dead));
         assert!(is_suspicion(suspected) && !is_suspicion(dead));
-        // The manager still says it in the words the harness looks for.
-        let manager = include_str!("../../userspace/cluster-manager/src/manager.rs");
-        let words = ") declared dead: | was silent for | ms (late; |) suspected: silent for ";
-        for words in words.split('|') {
-            assert!(manager.contains(words), "{words}");
-        }
     }
 
     #[test]

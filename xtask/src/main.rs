@@ -35,6 +35,7 @@ mod qmp;
 mod rustfmt_check;
 mod secret;
 mod series;
+mod shared_texts;
 mod slow_checks;
 mod source;
 mod suite;
