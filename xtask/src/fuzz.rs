@@ -121,7 +121,7 @@ pub fn run(
         ui::say(&format!(
             "fuzzing found problems on {failed} of {nodes} nodes"
         ));
-        return Err(ui::AlreadyReported.into());
+        return Err(ui::ALREADY_REPORTED.into());
     }
     ui::say(&format!("fuzzing found nothing on {nodes} nodes"));
     Ok(())

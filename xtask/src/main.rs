@@ -333,7 +333,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if err.is::<ui::AlreadyReported>() => ExitCode::FAILURE,
         Err(err) => match err.downcast_ref::<ui::ReportedExitStatus>() {
             Some(ui::ReportedExitStatus(status)) => ExitCode::from(*status),
             None => {

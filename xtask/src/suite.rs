@@ -150,6 +150,9 @@ struct Tally {
     problems: Vec<String>,
     /// The nestings of LITE's locks the guests' lockdep saw.
     lock_nestings: std::collections::BTreeSet<lockdep::Nesting>,
+    /// Whether [`Tally::verdict`] ended the step: its error, if any, is of
+    /// failures counted already.
+    judged: bool,
 }
 
 impl Tally {
@@ -187,26 +190,13 @@ impl Tally {
     /// noted.
     fn verdict(&mut self, waited: Result<()>) -> Result<()> {
         self.waited(waited);
+        self.judged = true;
         if !self.problems.is_empty() {
-            let problems = std::mem::take(&mut self.problems).join("\n");
-            return Err(Counted(problems).into());
+            bail!("{}", std::mem::take(&mut self.problems).join("\n"));
         }
         Ok(())
     }
 }
-
-/// The error of a step whose tally counted its failures already: every
-/// other error is a step that could not run to its checks, one failure.
-#[derive(Debug)]
-struct Counted(String);
-
-impl std::fmt::Display for Counted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Counted {}
 
 /// `cargo xtask test`.
 pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
@@ -341,8 +331,8 @@ fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()>
 }
 
 /// Runs step `k`, whose `body` counts its checks in a tally of its own,
-/// and adds that tally to `tally`. An error the step's tally did not count
-/// (a step that could not reach its checks) is one failure.
+/// and adds that tally to `tally`. An error but the verdict of the step's
+/// tally (a step that could not reach its checks) is one failure.
 fn counted_step(
     k: usize,
     name: &str,
@@ -352,7 +342,7 @@ fn counted_step(
     let mut counts = Tally::default();
     step(k, name, || {
         let result = body(&mut counts);
-        if result.as_ref().is_err_and(|err| !err.is::<Counted>()) {
+        if result.is_err() && !counts.judged {
             counts.failed += 1;
         }
         result
@@ -366,7 +356,7 @@ fn counted_step(
 fn finish(tally: &Tally) -> Result<()> {
     ui::say(&format!("{} passed, {} failed", tally.passed, tally.failed));
     if tally.failed > 0 || tally.passed == 0 {
-        return Err(ui::AlreadyReported.into());
+        return Err(ui::ALREADY_REPORTED.into());
     }
     Ok(())
 }

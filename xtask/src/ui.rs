@@ -40,24 +40,15 @@ impl Step {
     }
 }
 
-/// An error whose explanation has already been printed: `main` exits
-/// non-zero without adding an `error:` line, so a command's own final
-/// summary stays the last line of output.
-#[derive(Debug)]
-pub struct AlreadyReported;
-
-impl std::fmt::Display for AlreadyReported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("failed (see above)")
-    }
-}
-
-impl std::error::Error for AlreadyReported {}
-
-/// Like [`AlreadyReported`], for a command whose exit status says more
-/// than failure: `main` exits with this status (never 0).
+/// An error whose explanation has already been printed: `main` exits with
+/// this status (never 0) without adding an `error:` line, so a command's
+/// own final summary stays the last line of output.
 #[derive(Debug)]
 pub struct ReportedExitStatus(pub u8);
+
+/// The [`ReportedExitStatus`] of a command whose status says no more than
+/// that it failed.
+pub const ALREADY_REPORTED: ReportedExitStatus = ReportedExitStatus(1);
 
 impl std::fmt::Display for ReportedExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
