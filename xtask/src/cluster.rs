@@ -157,6 +157,17 @@ impl Images {
             dead_after_ms,
         }
     }
+
+    /// [`Images::spec`] of a cluster that tests the API, whose nodes and
+    /// manager allow [`API_TEST_DEAD_AFTER_MS`] of silence.
+    pub fn api_test_spec<'a>(
+        &'a self,
+        roles: Vec<String>,
+        extra_append: &'a dyn Fn(usize) -> Vec<String>,
+        logs: &'a Path,
+    ) -> ClusterSpec<'a> {
+        self.spec(roles, extra_append, logs, Some(API_TEST_DEAD_AFTER_MS))
+    }
 }
 
 /// [`ClusterSpec::dead_after_ms`] of the clusters that test the API rather

@@ -87,7 +87,7 @@ pub fn run(
     let params = kernel_params(seconds, seed);
     let extra = |_: usize| params.clone();
     let roles = vec![ROLE.to_string(); nodes];
-    let spec = images.spec(roles, &extra, &logs, Some(cluster::API_TEST_DEAD_AFTER_MS));
+    let spec = images.api_test_spec(roles, &extra, &logs);
     let timeout = Duration::from_secs(seconds) + MARGIN;
     let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, timeout, alarm_line)?;
     interrupt::check()?;

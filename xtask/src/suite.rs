@@ -491,12 +491,8 @@ fn cluster_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
     ));
     let fuzz_params = fuzz::kernel_params(FUZZ_SECONDS, seed);
     let fuzzing = |_: usize| fuzz_params.clone();
-    let spec = images.spec(
-        vec![TEST_ROLE.to_string(); CLUSTER_NODES],
-        &fuzzing,
-        logs,
-        Some(cluster::API_TEST_DEAD_AFTER_MS),
-    );
+    let roles = vec![TEST_ROLE.to_string(); CLUSTER_NODES];
+    let spec = images.api_test_spec(roles, &fuzzing, logs);
     let mut cluster = Cluster::start(&spec)?;
     let mut no_death = NoDeathWatch::new(&spec);
     let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());

@@ -417,12 +417,7 @@ pub fn run_program(
     let roles = vec![EXEC_ROLE.to_string(); nodes];
     let spec = ClusterSpec {
         initrd: &initrd_path,
-        ..images.spec(
-            roles,
-            &environment,
-            logs,
-            Some(cluster::API_TEST_DEAD_AFTER_MS),
-        )
+        ..images.api_test_spec(roles, &environment, logs)
     };
     ui::say(&format!(
         "==> running {} on {nodes} nodes, for at most {}",
@@ -489,12 +484,7 @@ fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathB
 /// command's status is the shell's.
 fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     let environment = |i: usize| environment_params(i, nodes);
-    let spec = images.spec(
-        shell_roles(nodes),
-        &environment,
-        logs,
-        Some(cluster::API_TEST_DEAD_AFTER_MS),
-    );
+    let spec = images.api_test_spec(shell_roles(nodes), &environment, logs);
     ui::say(&format!(
         "==> node{SHELL_NODE}'s console is this terminal: its shell starts once it joined the \
          cluster; exit the shell to stop the cluster (Ctrl-a x stops node{SHELL_NODE} at once)"
