@@ -181,13 +181,14 @@ fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> 
 }
 
 /// Exports the UAPI headers of the debug kernel's tree (`make headers`),
-/// as the kselftests build against them; returns their directory.
-pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<PathBuf> {
+/// as the kselftests build against them; returns their directory and the
+/// tree's.
+pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let tree = Tree::prepare(cache, kernel_src, &[])?;
     let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
     let log = cache.logs().join("headers.log");
     make_target(&tree, &build_dir, "headers", &log)?;
-    Ok(build_dir.join("usr/include"))
+    Ok((build_dir.join("usr/include"), tree.source.dir))
 }
 
 /// Whether a build configures LITE in or leaves it out.

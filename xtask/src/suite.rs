@@ -1165,10 +1165,8 @@ const SELFTEST_NAME: &str = "lite_test";
 /// Makefile does (`-O2 -Wall`, here with `-Werror`), against the tree's
 /// exported UAPI headers, into `logs`.
 fn build_selftest(cache: &Cache, kernel_src: Option<&Path>, logs: &Path) -> Result<PathBuf> {
-    let headers = kernel::export_headers(cache, kernel_src)?;
-    let source = source::prepare(cache, kernel_src)?
-        .dir
-        .join(SELFTEST_SOURCE);
+    let (headers, tree) = kernel::export_headers(cache, kernel_src)?;
+    let source = tree.join(SELFTEST_SOURCE);
     let program = logs.join(SELFTEST_NAME);
     let flags = ["-O2", "-Wall", "-Werror", "-isystem"];
     compile(&flags, &headers, &source, &program)?;
