@@ -54,12 +54,7 @@ pub fn run(
     let logs = cache.run_logs(role)?;
     let no_extra = |_: usize| Vec::new();
     let roles = vec![role.to_string(); nodes];
-    let spec = images.spec(
-        roles,
-        &no_extra,
-        &logs,
-        Some(cluster::API_TEST_DEAD_AFTER_MS),
-    );
+    let spec = images.api_test_spec(roles, &no_extra, &logs);
     let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, TIMEOUT, role_output)?;
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.
     interrupt::check()?;

@@ -129,19 +129,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cluster_test_runs_the_script_where_it_is_installed() {
-        let runner = repo_root().join("userspace/lite-tools/src/cluster_test/c_programs.rs");
-        let runner = fs::read_to_string(runner).expect("the cluster test's program runner");
-        for (name, path) in [
-            ("PYTHON_TEST", CLUSTER_TEST),
-            ("README_EXAMPLE", README_EXAMPLE),
-        ] {
-            let constant = format!("const {name}: &str = \"{path}\";");
-            assert!(runner.contains(&constant), "{constant}");
-        }
-    }
-
-    #[test]
     fn takes_the_first_python_block() {
         let text =
             "# x\n```sh\nls\n```\n```python\nimport lite\nprint(1)\n```\n```python\nno\n```\n";

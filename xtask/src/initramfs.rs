@@ -97,10 +97,10 @@ const GUEST_C_PROGRAMS: &[&str] = &[
 
 /// The compatibility library the shared-linked programs load, installed
 /// in `/usr/lib` (their run path includes `$ORIGIN/../lib`).
-const GUEST_C_LIBRARY: &str = "lite-lib.so";
+pub(crate) const GUEST_C_LIBRARY: &str = "lite-lib.so";
 
 /// Where `userspace/compat`'s build script puts its artifacts.
-const C_ARTIFACT_DIR: &str = "lite-c";
+pub(crate) const C_ARTIFACT_DIR: &str = "lite-c";
 
 const RXE_DRIVER_CONF: &str = "/etc/libibverbs.d/rxe.driver";
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
@@ -403,8 +403,6 @@ mod tests {
             .expect("GUEST_PROGRAMS in userspace/compat/src/lib.rs");
         let listed: Vec<&str> = section.split('"').skip(1).step_by(2).collect();
         assert_eq!(listed, GUEST_C_PROGRAMS);
-        assert!(lib.contains(&format!("GUEST_LIBRARY: &str = \"{GUEST_C_LIBRARY}\"")));
-        assert!(lib.contains(&format!("ARTIFACT_DIR: &str = \"{C_ARTIFACT_DIR}\"")));
     }
 
     #[test]

@@ -69,15 +69,14 @@ pub fn build(
     } else {
         &[]
     };
-    let tools = prereqs::ensure(cache, extra)?;
-    let source = source::prepare(cache, kernel_src)?;
-    apply::sync(&source, &repo_root().join(series::PATCH_DIR))?;
-    let build_dir = cache.build(&flavour.to_string(), &source.version);
-    configure(cache, &tools, &source, &build_dir, flavour)?;
+    let tree = Tree::prepare(cache, kernel_src, extra)?;
+    apply::sync(&tree.source, &repo_root().join(series::PATCH_DIR))?;
+    let build_dir = cache.build(&flavour.to_string(), &tree.source.version);
+    configure(cache, &tree, &build_dir, flavour)?;
     if config_only {
         return Ok(None);
     }
-    compile(cache, &tools, &source, &build_dir, flavour).map(Some)
+    compile(cache, &tree, &build_dir, flavour).map(Some)
 }
 
 /// The kernel to boot: `kernel_image` if given, else a freshly built one.
@@ -102,47 +101,47 @@ pub fn image(
     }
 }
 
-/// `make -C src O=build LLVM=1 ARGS...`.
-fn make(tools: &Toolchain, src: &Path, build_dir: &Path) -> Command {
+/// The cached kernel tree and the tools that build it: what every make of
+/// the kernel takes.
+pub struct Tree {
+    tools: Toolchain,
+    pub source: KernelSource,
+}
+
+impl Tree {
+    /// The tools, with the Debian packages `extra`, and the tree of
+    /// `kernel_src` (Debian's without one).
+    fn prepare(cache: &Cache, kernel_src: Option<&Path>, extra: &[&str]) -> Result<Self> {
+        let tools = prereqs::ensure(cache, extra)?;
+        let source = source::prepare(cache, kernel_src)?;
+        Ok(Self { tools, source })
+    }
+}
+
+/// `make -C src O=build LLVM=1 ARGS...` of `tree`.
+fn make(tree: &Tree, build_dir: &Path) -> Command {
     let mut cmd = Command::new("make");
-    tools.apply(&mut cmd);
+    tree.tools.apply(&mut cmd);
     let mut out = std::ffi::OsString::from("O=");
     out.push(build_dir);
-    cmd.arg("-C").arg(src).arg(out).arg("LLVM=1");
+    cmd.arg("-C").arg(&tree.source.dir).arg(out).arg("LLVM=1");
     cmd
 }
 
-/// `make TARGET` (see [`make`]), logged to `log`.
-fn make_target(
-    tools: &Toolchain,
-    source: &KernelSource,
-    dir: &Path,
-    target: &str,
-    log: &Path,
-) -> Result<()> {
+/// `make TARGET` (see [`make`]) in `dir`, logged to `log`.
+fn make_target(tree: &Tree, dir: &Path, target: &str, log: &Path) -> Result<()> {
     let label = format!("make {target}");
-    run_logged(
-        make(tools, &source.dir, dir).arg(target),
-        log,
-        &label,
-        &|_| false,
-    )
+    run_logged(make(tree, dir).arg(target), log, &label, &|_| false)
 }
 
 /// Regenerates `.config` when the fragments, the kernel version or the
 /// series' Kconfig files changed, then checks that every fragment line stuck.
-fn configure(
-    cache: &Cache,
-    tools: &Toolchain,
-    source: &KernelSource,
-    build_dir: &Path,
-    flavour: Flavour,
-) -> Result<()> {
+fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Result<()> {
     let fragments = [
         repo_root().join("config/base.config"),
         repo_root().join(format!("config/{flavour}.config")),
     ];
-    let stamp = config_stamp(source, &fragments)?;
+    let stamp = config_stamp(&tree.source, &fragments)?;
     let stamp_path = build_dir.join(CONFIG_STAMP);
     if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(());
@@ -152,7 +151,7 @@ fn configure(
     let log = cache.logs().join(format!("config-{flavour}.log"));
     let _ = std::fs::remove_file(&log);
     let scratch = fsutil::TempDir::new_in(cache.root(), &format!("config-{flavour}"))?;
-    if regenerate_config(tools, source, scratch.path(), build_dir, &fragments, &log)? {
+    if regenerate_config(tree, scratch.path(), build_dir, &fragments, &log)? {
         ui::progress(&format!("wrote {}/.config", build_dir.display()));
     } else {
         ui::progress(".config unchanged");
@@ -169,7 +168,7 @@ fn configure(
         );
     }
 
-    make_target(tools, source, build_dir, "rustavailable", &log).with_context(|| {
+    make_target(tree, build_dir, "rustavailable", &log).with_context(|| {
         format!(
             "Rust is not available for the kernel build; `make LLVM=1 rustavailable` \
              explains why in {}",
@@ -182,14 +181,14 @@ fn configure(
 }
 
 /// Exports the UAPI headers of the debug kernel's tree (`make headers`),
-/// as the kselftests build against them; returns their directory.
-pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<PathBuf> {
-    let tools = prereqs::ensure(cache, &[])?;
-    let source = source::prepare(cache, kernel_src)?;
-    let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
+/// as the kselftests build against them; returns their directory and the
+/// tree's.
+pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
+    let tree = Tree::prepare(cache, kernel_src, &[])?;
+    let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
     let log = cache.logs().join("headers.log");
-    make_target(&tools, &source, &build_dir, "headers", &log)?;
-    Ok(build_dir.join("usr/include"))
+    make_target(&tree, &build_dir, "headers", &log)?;
+    Ok((build_dir.join("usr/include"), tree.source.dir))
 }
 
 /// Whether a build configures LITE in or leaves it out.
@@ -281,8 +280,7 @@ fn rustdoc_command(compile: &str, output: &Path) -> Result<String> {
 /// of the series the tree holds: the debug configuration where the tree
 /// defines its options, LITE enabled or disabled.
 pub struct StageBuild {
-    pub source: KernelSource,
-    tools: Toolchain,
+    pub tree: Tree,
     build_dir: PathBuf,
     scratch_root: PathBuf,
     log: PathBuf,
@@ -296,14 +294,12 @@ impl StageBuild {
         if kernel_src.is_none() {
             extra.push(prereqs::KERNEL_SOURCE_PACKAGE);
         }
-        let tools = prereqs::ensure(cache, &extra)?;
-        let source = source::prepare(cache, kernel_src)?;
-        let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
+        let tree = Tree::prepare(cache, kernel_src, &extra)?;
+        let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
         let log = cache.logs().join("slow-checks.log");
         let _ = std::fs::remove_file(&log);
         let build = Self {
-            source,
-            tools,
+            tree,
             build_dir,
             scratch_root: cache.root().to_path_buf(),
             log,
@@ -374,7 +370,7 @@ impl StageBuild {
         let output = self.build_dir.join("Documentation/output/lite-rustdoc");
         let command = rustdoc_command(compile, &output)?;
         let mut sh = Command::new("sh");
-        self.tools.apply(&mut sh);
+        self.tree.tools.apply(&mut sh);
         sh.current_dir(&self.build_dir)
             .env("RUSTC_BOOTSTRAP", "1")
             .args(["-c", &command]);
@@ -383,7 +379,7 @@ impl StageBuild {
 
     /// Runs make with `args` (see [`StageBuild::run_checked`]).
     fn make_checked(&self, args: &[&str]) -> Result<()> {
-        let mut make = make(&self.tools, &self.source.dir, &self.build_dir);
+        let mut make = make(&self.tree, &self.build_dir);
         make.args(args);
         self.run_checked(&mut make, &format!("make {}", args.join(" ")))
     }
@@ -401,10 +397,7 @@ impl StageBuild {
             return Err(err.context(format!("{label} failed:\n{lines}")));
         }
         let found: Vec<&str> = this_run.lines().filter(|l| is_lite_diagnostic(l)).collect();
-        if !found.is_empty() {
-            bail!("{label} reports on LITE's files:\n  {}", found.join("\n  "));
-        }
-        Ok(())
+        ui::fail_listing(&format!("{label} reports on LITE's files"), &found)
     }
 
     /// The debug configuration, with `CONFIG_LITE` off when `lite` says so;
@@ -426,7 +419,7 @@ impl StageBuild {
             "drivers/infiniband/Kconfig",
             "drivers/infiniband/ulp/lite/Kconfig",
         ] {
-            let path = self.source.dir.join(kconfig);
+            let path = self.tree.source.dir.join(kconfig);
             if path.is_file() {
                 inputs.push_str(&fsutil::sha256_file(&path)?);
             }
@@ -442,21 +435,11 @@ impl StageBuild {
             fsutil::write(&off, "# CONFIG_LITE is not set\n")?;
             fragments.push(off);
         }
-        let (tools, source) = (&self.tools, &self.source);
-        regenerate_config(
-            tools,
-            source,
-            scratch.path(),
-            &self.build_dir,
-            &fragments,
-            &self.log,
-        )?;
+        let (tree, build_dir) = (&self.tree, &self.build_dir);
+        regenerate_config(tree, scratch.path(), build_dir, &fragments, &self.log)?;
         let config = self.build_dir.join(".config");
-        let defined = self
-            .source
-            .dir
-            .join("drivers/infiniband/ulp/lite/Kconfig")
-            .is_file();
+        let lite_kconfig = tree.source.dir.join("drivers/infiniband/ulp/lite/Kconfig");
+        let defined = lite_kconfig.is_file();
         let built = fsutil::read_to_string(&config)?
             .lines()
             .any(|line| line == "CONFIG_LITE=m");
@@ -475,35 +458,29 @@ impl StageBuild {
 /// `olddefconfig`) unless that is the same already, as rewriting `.config`
 /// makes Kbuild rebuild a lot; whether it was written.
 fn regenerate_config(
-    tools: &Toolchain,
-    source: &KernelSource,
+    tree: &Tree,
     scratch: &Path,
     build_dir: &Path,
     fragments: &[PathBuf],
     log: &Path,
 ) -> Result<bool> {
-    make_target(tools, source, scratch, "tinyconfig", log)?;
-    merge_onto(tools, source, scratch, fragments, log)?;
+    make_target(tree, scratch, "tinyconfig", log)?;
+    merge_onto(tree, scratch, fragments, log)?;
     let fresh = fsutil::read_to_string(&scratch.join(".config"))?;
     let config = build_dir.join(".config");
     if std::fs::read_to_string(&config).ok().as_deref() == Some(fresh.as_str()) {
         return Ok(false);
     }
     fsutil::write(&config, &fresh)?;
-    make_target(tools, source, build_dir, "olddefconfig", log)?;
+    make_target(tree, build_dir, "olddefconfig", log)?;
     Ok(true)
 }
 
 /// Merges `fragments` onto `dir/.config` and completes it with
 /// `olddefconfig`, logging to `log`.
-fn merge_onto(
-    tools: &Toolchain,
-    source: &KernelSource,
-    dir: &Path,
-    fragments: &[PathBuf],
-    log: &Path,
-) -> Result<()> {
-    let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
+fn merge_onto(tree: &Tree, dir: &Path, fragments: &[PathBuf], log: &Path) -> Result<()> {
+    let merge_config = tree.source.dir.join("scripts/kconfig/merge_config.sh");
+    let mut merge = Command::new(merge_config);
     merge
         .current_dir(dir)
         .args(["-m", "-O"])
@@ -511,7 +488,7 @@ fn merge_onto(
         .arg(dir.join(".config"))
         .args(fragments);
     run_logged(&mut merge, log, "merge_config.sh", &|_| false)?;
-    make_target(tools, source, dir, "olddefconfig", log)
+    make_target(tree, dir, "olddefconfig", log)
 }
 
 /// Debian's kernel configurations for 6.12, one xz file per flavour.
@@ -528,9 +505,8 @@ const DISTRIBUTION_CONFIG: &str = "/usr/src/linux-config-6.12/config.amd64_none_
 /// the Rust core crates of a distribution-sized kernel, several times the
 /// whole test command's budget for a kernel build here.
 pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Result<()> {
-    let tools = prereqs::ensure(cache, &[DISTRIBUTION_CONFIG_PACKAGE])?;
-    let source = source::prepare(cache, kernel_src)?;
-    apply::sync(&source, &repo_root().join(series::PATCH_DIR))?;
+    let tree = Tree::prepare(cache, kernel_src, &[DISTRIBUTION_CONFIG_PACKAGE])?;
+    apply::sync(&tree.source, &repo_root().join(series::PATCH_DIR))?;
     let scratch = fsutil::TempDir::new_in(cache.root(), "config-distribution")?;
     let log = cache.logs().join("config-distribution.log");
     let _ = std::fs::remove_file(&log);
@@ -540,7 +516,7 @@ pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Re
         })?;
     fsutil::write(&scratch.path().join(".config"), debian)?;
     let fragment = [repo_root().join("config/distribution.config")];
-    merge_onto(&tools, &source, scratch.path(), &fragment, &log)?;
+    merge_onto(&tree, scratch.path(), &fragment, &log)?;
     let unmet = unmet_fragments(&fragment, &scratch.path().join(".config"))?;
     if !unmet.is_empty() {
         bail!(
@@ -643,20 +619,14 @@ fn modules_archive_path(image: &Path) -> PathBuf {
 
 /// `make bzImage` (and `modules` when the configuration has modules),
 /// logged, with a progress line every 20 s.
-fn compile(
-    cache: &Cache,
-    tools: &Toolchain,
-    source: &KernelSource,
-    build_dir: &Path,
-    flavour: Flavour,
-) -> Result<PathBuf> {
+fn compile(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Result<PathBuf> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
     let log = cache.logs().join(format!("kernel-{flavour}.log"));
     let _ = std::fs::remove_file(&log);
     let step = Step::start(format!("building the {flavour} kernel (-j{jobs})"));
     let config = fsutil::read_to_string(&build_dir.join(".config"))?;
     let modular = config.lines().any(|l| l == "CONFIG_MODULES=y");
-    let mut build = make(tools, &source.dir, build_dir);
+    let mut build = make(tree, build_dir);
     build.arg(format!("-j{jobs}")).arg("bzImage");
     if modular {
         build.arg("modules");
@@ -678,7 +648,7 @@ fn compile(
     }
     let archive = modules_archive_path(&bzimage);
     if modular {
-        pack_modules(tools, source, build_dir, &archive, &log)?;
+        pack_modules(tree, build_dir, &archive, &log)?;
     } else if archive.exists() {
         std::fs::remove_file(&archive)
             .with_context(|| format!("cannot remove {}", archive.display()))?;
@@ -691,19 +661,13 @@ fn compile(
 /// into a staging tree and packs its regular files, with their
 /// directories, as `/usr/lib/modules/<release>/` (the guests' `/lib` links
 /// to `usr/lib`; the `build` link is left out).
-fn pack_modules(
-    tools: &Toolchain,
-    source: &KernelSource,
-    build_dir: &Path,
-    archive: &Path,
-    log: &Path,
-) -> Result<()> {
+fn pack_modules(tree: &Tree, build_dir: &Path, archive: &Path, log: &Path) -> Result<()> {
     let staging = build_dir.join("modules-staging");
     fsutil::remove_dir_all_if_exists(&staging)?;
     let mut install_path = std::ffi::OsString::from("INSTALL_MOD_PATH=");
     install_path.push(&staging);
     run_logged(
-        make(tools, &source.dir, build_dir)
+        make(tree, build_dir)
             .arg(&install_path)
             .arg("INSTALL_MOD_STRIP=1")
             .arg("modules_install"),
@@ -712,7 +676,7 @@ fn pack_modules(
         &|l| is_progress_line(l),
     )?;
     for dir in OUT_OF_TREE_MODULES {
-        build_out_of_tree_module(dir, tools, source, build_dir, &install_path, log)?;
+        build_out_of_tree_module(dir, tree, build_dir, &install_path, log)?;
     }
     let modules_dir = staging.join("lib/modules");
     let mut files = Vec::new();
@@ -739,8 +703,7 @@ const OUT_OF_TREE_MODULES: [&str; 2] = [EXAMPLE_MODULE_DIR, KMSG_BENCH_MODULE_DI
 /// installs it with `install_path` beside the kernel's modules.
 fn build_out_of_tree_module(
     dir: &str,
-    tools: &Toolchain,
-    source: &KernelSource,
+    tree: &Tree,
     build_dir: &Path,
     install_path: &std::ffi::OsStr,
     log: &Path,
@@ -755,15 +718,13 @@ fn build_out_of_tree_module(
     let mut module = std::ffi::OsString::from("M=");
     module.push(&copy);
     run_logged(
-        make(tools, &source.dir, build_dir)
-            .arg(&module)
-            .arg("modules"),
+        make(tree, build_dir).arg(&module).arg("modules"),
         log,
         &format!("make M={dir} modules"),
         &|l| is_progress_line(l),
     )?;
     run_logged(
-        make(tools, &source.dir, build_dir)
+        make(tree, build_dir)
             .arg(&module)
             .arg(install_path)
             .arg("INSTALL_MOD_STRIP=1")

@@ -56,10 +56,7 @@ pub fn checkpatch(kernel_src: &Path, dir: &Path, series: &Series) -> Result<()> 
                 .map(|(_, _, message)| format!("{}:{message}", patch.name)),
         );
     }
-    if !problems.is_empty() {
-        bail!("checkpatch --strict reports:\n  {}", problems.join("\n  "));
-    }
-    Ok(())
+    crate::ui::fail_listing("checkpatch --strict reports", &problems)
 }
 
 /// Runs `kernel_src`'s kernel-doc with every warning on the

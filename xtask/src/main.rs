@@ -35,6 +35,7 @@ mod qmp;
 mod rustfmt_check;
 mod secret;
 mod series;
+mod shared_texts;
 mod slow_checks;
 mod source;
 mod suite;
@@ -332,7 +333,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if err.is::<ui::AlreadyReported>() => ExitCode::FAILURE,
         Err(err) => match err.downcast_ref::<ui::ReportedExitStatus>() {
             Some(ui::ReportedExitStatus(status)) => ExitCode::from(*status),
             None => {

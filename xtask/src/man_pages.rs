@@ -39,12 +39,7 @@ fn lint_dir(dir: &Path) -> Result<usize> {
             problems.push(format!("{}: {said}", page.display()));
         }
     }
-    if !problems.is_empty() {
-        bail!(
-            "groff warns about the man pages:\n  {}",
-            problems.join("\n  ")
-        );
-    }
+    crate::ui::fail_listing("groff warns about the man pages", &problems)?;
     Ok(pages.len())
 }
 

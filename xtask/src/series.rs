@@ -16,7 +16,7 @@
 //! | 28, 29 | `lite-api-c/Documentation/{userspace-api,driver-api}/**` in `Documentation/`, with their index entries |
 //! | 30 | the `MAINTAINERS` entry |
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,6 +54,9 @@ pub const PATCH_DIR: &str = "linux-patches";
 
 /// Where LITE lives in the kernel tree.
 const LITE_DIR: &str = "drivers/infiniband/ulp/lite";
+
+/// Where its selftests live in the kernel tree.
+const SELFTESTS_DIR: &str = "tools/testing/selftests/lite";
 
 /// Fixed author and committer, so the patches do not depend on who generates them.
 const AUTHOR_NAME: &str = "LITE developers";
@@ -108,10 +111,7 @@ pub fn check(source: &KernelSource) -> Result<()> {
     if let Err(err) = style {
         problems.push(format!("{err:#}"));
     }
-    if !problems.is_empty() {
-        bail!("{PATCH_DIR}/ is out of date:\n  {}", problems.join("\n  "));
-    }
-    Ok(())
+    ui::fail_listing(&format!("{PATCH_DIR}/ is out of date"), &problems)
 }
 
 /// Builds the series in a scratch repository and writes it to `out`.
@@ -526,7 +526,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     for page in &API_PAGES {
         patches.push(documentation(repo, page)?);
     }
-    patches.push(maintainers_entry());
+    patches.push(maintainers_entry(&patches));
     Ok(patches)
 }
 
@@ -975,7 +975,7 @@ fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
 /// The selftests of the system calls, in the kselftest tree and its
 /// list of targets.
 fn selftests(repo: &Path) -> Result<PatchSpec> {
-    let mut changes = place_dir(repo, "lite-api-c/selftests", "tools/testing/selftests/lite")?;
+    let mut changes = place_dir(repo, "lite-api-c/selftests", SELFTESTS_DIR)?;
     let makefile = "tools/testing/selftests/Makefile";
     changes.push(insert(makefile, "TARGETS += lib\n", "TARGETS += lite\n"));
     Ok(PatchSpec::new(
@@ -1038,19 +1038,20 @@ fn documentation(repo: &Path, page: &ApiPage) -> Result<PatchSpec> {
     Ok(PatchSpec::new(page.subject, page.body, changes))
 }
 
-/// The `MAINTAINERS` entry for every file the series adds.
-fn maintainers_entry() -> PatchSpec {
-    let files = [
-        "Documentation/driver-api/lite.rst",
-        "Documentation/userspace-api/lite.rst",
-        "drivers/infiniband/ulp/lite/",
-        "include/linux/lite_syscalls.h",
-        "include/rdma/lite_api.h",
-        "include/uapi/linux/lite.h",
-        "kernel/lite_syscalls.c",
-        "rust/helpers/lite.c",
-        "tools/testing/selftests/lite/",
-    ];
+/// The `MAINTAINERS` entry for every file the `patches` add, LITE's
+/// directories as a whole.
+fn maintainers_entry(patches: &[PatchSpec]) -> PatchSpec {
+    let whole_dir = |dest: &String| {
+        let mut dirs = [LITE_DIR, SELFTESTS_DIR].into_iter();
+        let dir = dirs.find(|dir| dest.starts_with(&format!("{dir}/")));
+        dir.map_or_else(|| dest.clone(), |dir| format!("{dir}/"))
+    };
+    let placed = patches.iter().flat_map(|patch| &patch.changes);
+    let files: BTreeSet<String> = (placed.filter_map(|change| match change {
+        Change::Place { dest, .. } => Some(whole_dir(dest)),
+        _ => None,
+    }))
+    .collect();
     let mut text = format!(
         "\nLITE (LOCAL INDIRECTION TIER FOR RDMA)\n\
          M:\t{AUTHOR_NAME} <{AUTHOR_EMAIL}>\n\

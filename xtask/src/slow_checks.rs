@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::kernel::{self, Flavour, Lite};
 use crate::patchset::Series;
@@ -62,7 +62,7 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     // The checks of the whole series first: they are quicker, and the tree
     // and build directory are where the tests left them.
     let applied = run.record(Stage::run("apply the whole series".into(), || {
-        apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
+        apply::sync_series(&build.tree.source, &whole, "the whole series").map(|_| ())
     }))?;
     let checks: [(&str, fn(&_) -> _); 4] = [
         ("make CLIPPY=1 on LITE", kernel::StageBuild::clippy),
@@ -109,9 +109,7 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let failures: Vec<String> = failed
         .map(|(name, err)| format!("{name}: {err:#}"))
         .collect();
-    if !failures.is_empty() {
-        bail!("slow checks failed:\n  {}", failures.join("\n  "));
-    }
+    ui::fail_listing("slow checks failed", &failures)?;
     restored
 }
 
@@ -152,7 +150,7 @@ fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite:
     Stage::run(name, || {
         let count = applied.patches.len();
         apply::sync_series(
-            &build.source,
+            &build.tree.source,
             applied,
             &format!("the first {count} patches"),
         )?;

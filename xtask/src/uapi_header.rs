@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::paths::repo_root;
 use crate::process;
@@ -41,13 +41,7 @@ pub fn check(kernel_src: &Path) -> Result<()> {
     if let Some(problem) = process::complaint(&mut cmd)? {
         problems.push(format!("headers_check.pl: {problem}"));
     }
-    if !problems.is_empty() {
-        bail!(
-            "{HEADER} fails the header checks:\n  {}",
-            problems.join("\n  ")
-        );
-    }
-    Ok(())
+    crate::ui::fail_listing(&format!("{HEADER} fails the header checks"), &problems)
 }
 
 /// What the compilers of [`COMPILERS`] say of `header`, included twice

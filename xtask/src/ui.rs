@@ -40,24 +40,15 @@ impl Step {
     }
 }
 
-/// An error whose explanation has already been printed: `main` exits
-/// non-zero without adding an `error:` line, so a command's own final
-/// summary stays the last line of output.
-#[derive(Debug)]
-pub struct AlreadyReported;
-
-impl std::fmt::Display for AlreadyReported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("failed (see above)")
-    }
-}
-
-impl std::error::Error for AlreadyReported {}
-
-/// Like [`AlreadyReported`], for a command whose exit status says more
-/// than failure: `main` exits with this status (never 0).
+/// An error whose explanation has already been printed: `main` exits with
+/// this status (never 0) without adding an `error:` line, so a command's
+/// own final summary stays the last line of output.
 #[derive(Debug)]
 pub struct ReportedExitStatus(pub u8);
+
+/// The [`ReportedExitStatus`] of a command whose status says no more than
+/// that it failed.
+pub const ALREADY_REPORTED: ReportedExitStatus = ReportedExitStatus(1);
 
 impl std::fmt::Display for ReportedExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,6 +57,16 @@ impl std::fmt::Display for ReportedExitStatus {
 }
 
 impl std::error::Error for ReportedExitStatus {}
+
+/// Fails with `what`, then each of `items` on an indented line of its
+/// own, unless there are none.
+pub fn fail_listing(what: &str, items: &[impl AsRef<str>]) -> anyhow::Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    anyhow::bail!("{what}:\n  {}", items.join("\n  "))
+}
 
 /// Prints a line and flushes, so progress shows up immediately when stdout is a pipe.
 pub fn say(line: &str) {

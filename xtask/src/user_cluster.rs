@@ -292,7 +292,7 @@ fn shell_words<'a>(words: impl Iterator<Item = &'a OsStr>) -> Vec<u8> {
 /// (the variable, in the form, that `userspace/compat`'s
 /// `userspace_liteapi_join` reads), the node's own address as
 /// `LITE_NODE_ADDRESS` and the cluster size as `LITE_NODES`.
-fn program_environment(node: usize, nodes: usize) -> Vec<(&'static str, String)> {
+pub(crate) fn program_environment(node: usize, nodes: usize) -> Vec<(&'static str, String)> {
     vec![
         (
             "LITE_CM_ADDRESS",
@@ -417,12 +417,7 @@ pub fn run_program(
     let roles = vec![EXEC_ROLE.to_string(); nodes];
     let spec = ClusterSpec {
         initrd: &initrd_path,
-        ..images.spec(
-            roles,
-            &environment,
-            logs,
-            Some(cluster::API_TEST_DEAD_AFTER_MS),
-        )
+        ..images.api_test_spec(roles, &environment, logs)
     };
     ui::say(&format!(
         "==> running {} on {nodes} nodes, for at most {}",
@@ -489,12 +484,7 @@ fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathB
 /// command's status is the shell's.
 fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     let environment = |i: usize| environment_params(i, nodes);
-    let spec = images.spec(
-        shell_roles(nodes),
-        &environment,
-        logs,
-        Some(cluster::API_TEST_DEAD_AFTER_MS),
-    );
+    let spec = images.api_test_spec(shell_roles(nodes), &environment, logs);
     ui::say(&format!(
         "==> node{SHELL_NODE}'s console is this terminal: its shell starts once it joined the \
          cluster; exit the shell to stop the cluster (Ctrl-a x stops node{SHELL_NODE} at once)"
@@ -595,18 +585,6 @@ mod tests {
         for param in environment_params(1, 32) {
             assert!(!param.contains(char::is_whitespace), "{param}");
         }
-        // The convention of the compatibility library, which a program
-        // written for the original LITE follows without a change ...
-        let compat = include_str!("../../userspace/compat/lite-lib.c");
-        assert!(compat.contains("#define CM_ADDRESS_ENV\t\"LITE_CM_ADDRESS\""));
-        // ... and what the example reads.
-        let example = include_str!("../../userspace/examples/hello_cluster.c");
-        for (name, _) in program_environment(1, 1) {
-            assert!(example.contains(&format!("getenv(\"{name}\")")), "{name}");
-        }
-        let header = include_str!("../../userspace/include/lite.h");
-        let port = format!("#define LITE_CM_DEFAULT_PORT\t{}\n", cluster::MANAGER_PORT);
-        assert!(header.contains(&port));
     }
 
     #[test]
