@@ -1,0 +1,427 @@
+//! `lite-bench`'s command line: every option declared once, with the field
+//! of [`Options`] it fills, its usage line and how its value is read.
+
+use std::net::Ipv4Addr;
+use std::ops::RangeInclusive;
+use std::str::FromStr;
+
+use lite::sys;
+use lite_tools::args::{
+    in_range, invalid, option, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
+};
+use lite_tools::bench::{Operation, PeerNode};
+use lite_tools::{named_enum, parse_cm_address, MAX_CLUSTER_NODES};
+
+use super::{MAX_SIZE, RPC_THROUGHPUT_SIZE};
+
+/// Largest memset/memcpy size accepted (two LMRs of it are allocated).
+const MAX_BW_SIZE: u64 = 64 << 20;
+
+/// Most client (and server) threads of an RPC throughput series.
+const MAX_RPC_THREADS: u64 = 64;
+
+/// Most rounds of the isolation run.
+const MAX_QOS_ROUNDS: u32 = 100;
+
+/// Most low-priority processes accepted.
+const MAX_QOS_LOADERS: usize = 16;
+
+/// Most live LMRs the memory region curve accepts.
+const MAX_CURVE_LMRS: u64 = 1_000_000;
+
+/// Largest LMR the memory region curve creates.
+const MAX_CREATE_SIZE: u64 = 4 << 30;
+
+/// Most processes of one step of the process curve.
+const MAX_CURVE_PROCESSES: u64 = 256;
+
+named_enum! {
+    /// What `--series` selects.
+    pub(crate) enum Series {
+        /// Every series.
+        All = "all",
+        /// Only the series the benchmark's interleaved rounds compare with
+        /// the native verbs baseline.
+        Latency = "latency",
+        /// Only the memory region curve.
+        Regions = "regions",
+        /// Only the process curve.
+        Processes = "processes",
+    }
+}
+
+/// Declares [`Options`], [`CLI`] and [`read_options`] from the fields no
+/// option fills (set by [`parse_options`]) and one list of options, each
+/// `field: Type = its OptionSpec, its reader;`.
+macro_rules! options {
+    (
+        derived {
+            $($(#[$derived_doc:meta])* $derived:ident: $derived_type:ty,)*
+        }
+        $($(#[$doc:meta])* $field:ident: $type:ty = $spec:expr, $read:expr;)*
+    ) => {
+        #[derive(Clone)]
+        pub(crate) struct Options {
+            $($(#[$doc])* pub(crate) $field: $type,)*
+            $($(#[$derived_doc])* pub(crate) $derived: $derived_type,)*
+        }
+
+        pub(crate) const CLI: Cli = Cli {
+            program: "lite-bench",
+            synopsis: SYNOPSIS,
+            about: ABOUT,
+            options: &[$($spec),*],
+        };
+
+        /// Every option's value, each checked on its own.
+        fn read_options(parsed: &Parsed) -> Result<Options, ArgError> {
+            Ok(Options {
+                $($field: {
+                    let spec: OptionSpec = $spec;
+                    ($read)(parsed, spec.name)?
+                },)*
+                $($derived: Default::default(),)*
+            })
+        }
+    };
+}
+
+const SYNOPSIS: &str =
+    "--cm IP [--peer-node auto|this|other|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
+               [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
+               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
+               [--series all|latency|regions|processes] [--ops LIST] [--region-counts LIST] \
+               [--create-sizes LIST] [--process-counts LIST] \
+               [--baseline COMMAND [--turn-ops N]] [--contend NODES [--contend-iters N]]";
+
+const ABOUT: &str = "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
+            asynchronous write/read throughput, RPC latency and throughput between two \
+            nodes, high-priority write latency under low-priority load, and the memory \
+            regions the node registers as live LMRs grow; or, with \
+            --contend, lock/unlock with several nodes contending.";
+
+options! {
+    derived {
+        /// The id of the node holding the memory; for `this` and `other`,
+        /// node 1 until the cluster met at the first barrier, `peer`
+        /// resolved from then on.
+        memory_node: u32,
+    }
+    cm: Ipv4Addr = CM_OPTION, required(parse_cm_address);
+    /// Which node holds the memory, as `--peer-node` said.
+    peer: PeerNode = option(
+        "peer-node",
+        "auto|this|other|ID",
+        "node holding the memory: auto means node 1, this means this node (it \
+               serves), other the other node of a two-node cluster (this node measures) \
+               (default auto)",
+    ), given_or(PeerNode::Auto, |text| PeerNode::parse(text, sys::MAX_NODES));
+    iters: usize = option(
+        "iters",
+        "N",
+        "timed operations per size and direction (default 1000)",
+    ), bounded(1000, 1..=10_000_000);
+    sizes: Vec<u64> = option(
+        "sizes",
+        "LIST",
+        "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
+    ), given_or(vec![8, 64, 512, 4096, 65536], |text| {
+        // Unlike the other lists, not `none`.
+        parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
+    });
+    bw_sizes: Vec<u64> = option(
+        "bw-sizes",
+        "LIST",
+        "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
+    ), sizes(&[4096, 65536, 1 << 20, 4 << 20], MAX_BW_SIZE);
+    async_sizes: Vec<u64> = option(
+        "async-sizes",
+        "LIST",
+        "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
+    ), sizes(&[4096, 65536], sys::MAX_ASYNC_SIZE);
+    depths: Vec<usize> = option(
+        "depths",
+        "LIST",
+        "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
+    ), given_or(vec![1, 2, 4, 8, 16, 32], parse_depths);
+    bw_bytes: u64 = option(
+        "bw-bytes",
+        "N",
+        "bytes moved per throughput series, within 8..=--iters operations \
+               (default 16777216)",
+    ), bounded(16 << 20, 1..=1 << 40);
+    rpc_sizes: Vec<u64> = option(
+        "rpc-sizes",
+        "LIST",
+        "RPC round trip request (and reply) sizes in bytes, or none \
+               (default 8,64,512,4096,65536)",
+    ), sizes(&[8, 64, 512, 4096, 65536], sys::MAX_MESSAGE_SIZE);
+    rpc_threads: Vec<usize> = option(
+        "rpc-threads",
+        "LIST",
+        "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
+    ), counts(&[1, 2, 4, 8, 16], MAX_RPC_THREADS);
+    rpc_calls: usize = option(
+        "rpc-calls",
+        "N",
+        "RPC throughput: calls per series, shared by its threads (default 2000)",
+    ), bounded(2000, 1..=10_000_000);
+    qos_loaders: usize = option(
+        "qos-loaders",
+        "N",
+        "isolation run: low-priority processes loading the link, 0 to skip the run \
+               (default 3)",
+    ), bounded(3, 0..=MAX_QOS_LOADERS);
+    /// Interleaved rounds of the isolation run.
+    qos_rounds: u32 = option(
+        "qos-rounds",
+        "N",
+        "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
+               alternated so both see the same machine (default 5)",
+    ), bounded(5, 1..=MAX_QOS_ROUNDS);
+    series: Series = option(
+        "series",
+        "all|latency|regions|processes",
+        "latency: only the write/read latency, atomics and RPC round trip series \
+               (one round of the benchmark's interleaved comparison); regions: only the \
+               memory region curve; processes: only the process curve (default all)",
+    ), given_or(Series::All, str::parse);
+    /// Operations of the latency series.
+    ops: Vec<Operation> = option(
+        "ops",
+        "LIST",
+        "latency series: only these of write, read, fetch_add, compare_swp and rpc \
+               (default all of them)",
+    ), given_or(LATENCY_OPS.to_vec(), parse_latency_ops);
+    /// The native baseline that takes turns with the latency series.
+    baseline: Option<String> = option(
+        "baseline",
+        "COMMAND",
+        "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
+               --turns, words separated by spaces) and take turns with it within every \
+               series",
+    ), text_if_given();
+    turn_ops: usize = option(
+        "turn-ops",
+        "N",
+        "with --baseline: most operations of one side in a row (default 10)",
+    ), bounded(10, 1..=10_000_000);
+    region_counts: Vec<usize> = option(
+        "region-counts",
+        "LIST",
+        "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
+    ), counts(&[1, 100, 10_000, 100_000], MAX_CURVE_LMRS);
+    create_sizes: Vec<u64> = option(
+        "create-sizes",
+        "LIST",
+        "memory region curve: sizes of the LMRs created and freed, in bytes \
+               (default 4096,65536,1048576,16777216,268435456,1073741824)",
+    ), sizes(&[4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30], MAX_CREATE_SIZE);
+    process_counts: Vec<usize> = option(
+        "process-counts",
+        "LIST",
+        "process curve: processes at each step, each making --iters operations \
+               (default 1,2,4,8,16,32,64)",
+    ), counts(&[1, 2, 4, 8, 16, 32, 64], MAX_CURVE_PROCESSES);
+    contend: Option<u32> = option(
+        "contend",
+        "NODES",
+        "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
+               lock and every other node takes turns on it",
+    ), bounded_if_given(2..=MAX_CLUSTER_NODES);
+    scale: Option<u32> = option(
+        "scale",
+        "NODES",
+        "only measure one step of the cluster-size curve: NODES nodes (all running \
+               --scale NODES) time their join, --iters barriers and all-to-all RPC",
+    ), bounded_if_given(2..=MAX_CLUSTER_NODES);
+    scale_calls: usize = option(
+        "scale-calls",
+        "N",
+        "calls per peer of the all-to-all RPC with --scale (default 200)",
+    ), bounded(200, 1..=10_000_000);
+    contend_iters: usize = option(
+        "contend-iters",
+        "N",
+        "lock/unlock pairs per contending node with --contend (default 300)",
+    ), bounded(300, 1..=10_000_000);
+}
+
+/// The operations of the latency series, of which `--ops` picks.
+pub(crate) const LATENCY_OPS: [Operation; 5] = [
+    Operation::Write,
+    Operation::Read,
+    Operation::FetchAdd,
+    Operation::CompareSwp,
+    Operation::Rpc,
+];
+
+/// A comma-separated list of names of [`LATENCY_OPS`].
+fn parse_latency_ops(text: &str) -> Result<Vec<Operation>, String> {
+    text.split(',')
+        .map(|name| {
+            let op = name.parse().ok().filter(|op| LATENCY_OPS.contains(op));
+            op.ok_or_else(|| {
+                format!(
+                    "unknown operation {name:?}: expected write, read, fetch_add, compare_swp \
+                     or rpc"
+                )
+            })
+        })
+        .collect()
+}
+
+/// Reads the option of a name, or says why its value will not do.
+trait Reader<T>: FnOnce(&Parsed, &'static str) -> Result<T, ArgError> {}
+impl<T, F: FnOnce(&Parsed, &'static str) -> Result<T, ArgError>> Reader<T> for F {}
+
+/// An option that must be given, read by `parse`.
+fn required<T>(parse: fn(&str) -> Result<T, String>) -> impl Reader<T> {
+    move |parsed: &Parsed, name: &'static str| parsed.required_with(name, parse)
+}
+
+/// An option read by `parse`, `default` when it is not given.
+fn given_or<T>(default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> impl Reader<T> {
+    move |parsed: &Parsed, name: &'static str| parsed.with(name, default, parse)
+}
+
+/// A number in `range`, `default` when it is not given.
+fn bounded<T>(default: T, range: RangeInclusive<T>) -> impl Reader<T>
+where
+    T: FromStr + PartialOrd + std::fmt::Display + Copy,
+    T::Err: std::fmt::Display,
+{
+    move |parsed: &Parsed, name: &'static str| {
+        in_range(name, parsed.optional(name, default)?, range)
+    }
+}
+
+/// A number in `range` if it is given.
+fn bounded_if_given(range: RangeInclusive<u32>) -> impl Reader<Option<u32>> {
+    move |parsed: &Parsed, name: &'static str| match parsed.get(name) {
+        Some(_) => Ok(Some(in_range(name, parsed.required(name)?, range)?)),
+        None => Ok(None),
+    }
+}
+
+/// The text given, if any.
+fn text_if_given() -> impl Reader<Option<String>> {
+    |parsed: &Parsed, name: &'static str| Ok(parsed.get(name).map(str::to_string))
+}
+
+/// A list of sizes up to `max`, or `none`.
+fn sizes(default: &[u64], max: u64) -> impl Reader<Vec<u64>> {
+    given_or(default.to_vec(), move |text| parse_size_list(text, max))
+}
+
+/// A list of counts from 1 to `max`, or `none`.
+fn counts(default: &[usize], max: u64) -> impl Reader<Vec<usize>> {
+    // Bounded by `max`, which fits a usize.
+    let parse = move |text: &str| {
+        parse_size_list(text, max).map(|n| n.into_iter().map(|n| n as usize).collect())
+    };
+    given_or(default.to_vec(), parse)
+}
+
+/// A size list bounded by `max`; `none` for an empty list.
+fn parse_size_list(text: &str, max: u64) -> Result<Vec<u64>, String> {
+    if text == "none" {
+        return Ok(Vec::new());
+    }
+    let sizes = parse_positive_list(text)?;
+    match sizes.iter().find(|&&size| size > max) {
+        Some(size) => Err(format!("{size} is larger than {max}")),
+        None => Ok(sizes),
+    }
+}
+
+/// Depths of asynchronous series, each at most what may be in flight.
+fn parse_depths(text: &str) -> Result<Vec<usize>, String> {
+    let max_depth = u64::from(sys::MAX_ASYNC_OPS);
+    let depths = parse_positive_list(text)?;
+    match depths.iter().find(|&&depth| depth > max_depth) {
+        Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
+        // Bounded by MAX_ASYNC_OPS.
+        None => Ok(depths.into_iter().map(|d| d as usize).collect()),
+    }
+}
+
+impl Options {
+    /// Whether the latency series of `operation` runs.
+    pub(crate) fn runs(&self, operation: Operation) -> bool {
+        self.ops.contains(&operation)
+    }
+
+    /// Largest message the RPC server must accept; `None` without RPC
+    /// series.
+    pub(crate) fn rpc_max_size(&self) -> Option<u64> {
+        // The process curve's and the RPC throughput series' calls.
+        let throughput = (self.series == Series::Processes || !self.rpc_threads.is_empty())
+            .then_some(RPC_THROUGHPUT_SIZE);
+        self.rpc_sizes.iter().copied().chain(throughput).max()
+    }
+}
+
+/// The options, checked on their own and together.
+pub(crate) fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
+    let mut options = read_options(parsed)?;
+    options.memory_node = match options.peer {
+        PeerNode::Id(id) => id,
+        _ => 1,
+    };
+    // The asynchronous buffers hold one slot per operation in flight.
+    let async_span = options.async_sizes.iter().max().copied().unwrap_or(0)
+        * options.depths.iter().max().copied().unwrap_or(0) as u64;
+    if async_span > MAX_BW_SIZE {
+        let depths: Vec<String> = options.depths.iter().map(usize::to_string).collect();
+        return Err(invalid(
+            "depths",
+            &depths.join(","),
+            format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
+        ));
+    }
+    if let Some(command) = &options.baseline {
+        if options.series != Series::Latency || command.split_whitespace().next().is_none() {
+            return Err(invalid(
+                "baseline",
+                command,
+                "takes a command, and turns only with --series latency".to_string(),
+            ));
+        }
+    }
+    // `this` and `other` are resolved at the first barrier, which those
+    // runs do not reach with a memory node.
+    let resolved_late = match options.peer {
+        PeerNode::This => Some("this"),
+        PeerNode::Other => Some("other"),
+        _ => None,
+    };
+    if let Some(value) =
+        resolved_late.filter(|_| options.contend.is_some() || options.scale.is_some())
+    {
+        return Err(invalid(
+            "peer-node",
+            value,
+            "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
+        ));
+    }
+    Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_latency_ops, Operation, Series, LATENCY_OPS};
+
+    #[test]
+    fn latency_ops_name_the_series_that_run() {
+        let two = parse_latency_ops("read,fetch_add");
+        assert_eq!(two, Ok(vec![Operation::Read, Operation::FetchAdd]));
+        let all = parse_latency_ops("write,read,fetch_add,compare_swp,rpc");
+        assert_eq!(all, Ok(LATENCY_OPS.to_vec()));
+        assert!(parse_latency_ops("write,memset").is_err());
+        assert!(parse_latency_ops("").is_err());
+        let series = "bogus".parse::<Series>();
+        let expected = "expected all, latency, regions or processes, not \"bogus\"";
+        assert_eq!(series, Err(expected.into()));
+    }
+}
