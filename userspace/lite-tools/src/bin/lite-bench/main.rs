@@ -38,6 +38,7 @@
 //! Every series checks the data it moved afterwards. The run ends with
 //! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
+use std::fmt::Display;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -159,20 +160,30 @@ const CREATE_LARGE_SIZE: u64 = 16 << 20;
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
 
+/// What a helper process does with its arguments: its last line, or why
+/// it failed.
+type HelperMain = fn(&[String]) -> Result<String, String>;
+
+/// The processes this program starts as copies of itself, by their first
+/// argument: each says its result, or `fail REASON`, on its last line.
+const HELPERS: [(&str, HelperMain); 2] = [
+    (LOAD_SUBCOMMAND, load_process),
+    (
+        process_curve::PROCESS_SUBCOMMAND,
+        process_curve::process_main,
+    ),
+];
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.split_first() {
-        Some((subcommand, rest)) if subcommand == LOAD_SUBCOMMAND => return load_process(rest),
-        Some((subcommand, rest)) if subcommand == process_curve::PROCESS_SUBCOMMAND => {
-            return process_curve::process_main(rest)
-        }
-        _ => {}
+    let helper = args.split_first().and_then(|(first, rest)| {
+        let (_, helper) = HELPERS.iter().find(|(name, _)| name == first)?;
+        Some(helper(rest))
+    });
+    if let Some(outcome) = helper {
+        return say_and_exit(outcome.map_err(|reason| format!("fail {reason}")));
     }
-    let parsed = CLI.parse_env_or_exit();
-    let options = match parse_options(&parsed) {
-        Ok(options) => options,
-        Err(error) => CLI.exit_with(&error),
-    };
+    let options = CLI.config_or_exit(parse_options);
     let outcome = run(&options).map(|()| "LITE-BENCH: ok".to_string());
     say_and_exit(outcome.map_err(|reason| format!("LITE-BENCH: FAILED {reason}")))
 }
@@ -1574,13 +1585,9 @@ fn read_region_counters() -> Result<[u64; 4], String> {
 /// `ready` once it is writing, stops when its stdin closes and then says
 /// [`LoadReport::line`] (or `fail REASON`).
 fn spawn_loader(node: u32) -> Result<Piped, String> {
-    let args = [
-        LOAD_SUBCOMMAND.to_string(),
-        node.to_string(),
-        QOS_LOAD_SIZE.to_string(),
-    ];
     // A closed stdin makes it stop; it ends within one write.
-    Piped::spawn_self(&args, "a load process", true)
+    let args: [&dyn Display; 2] = [&node, &QOS_LOAD_SIZE];
+    Piped::spawn_self(LOAD_SUBCOMMAND, &args, "a load process", true)
 }
 
 /// What load process `loader` did, once it stopped.
@@ -1596,20 +1603,15 @@ fn load_report(loader: &mut Piped) -> Result<LoadReport, String> {
 
 /// `lite-bench __qos-load NODE SIZE`: a low-priority process of the
 /// isolation run.
-fn load_process(args: &[String]) -> ExitCode {
+fn load_process(args: &[String]) -> Result<String, String> {
     let parsed = match args {
         [node, size] => node.parse::<u32>().ok().zip(size.parse::<u64>().ok()),
         _ => None,
     };
-    let outcome = match parsed {
-        Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size),
+    match parsed {
+        Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size).map(|r| r.line()),
         _ => Err(format!("usage: lite-bench {LOAD_SUBCOMMAND} NODE SIZE")),
-    };
-    say_and_exit(
-        outcome
-            .map(|report| report.line())
-            .map_err(|reason| format!("fail {reason}")),
-    )
+    }
 }
 
 /// Writes `size` bytes to an LMR on `node` at low priority, again and
