@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use lite::sys;
 use lite_tools::args::{
-    in_range, invalid, option, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
+    in_range, invalid, option, parse_positive_list, ArgError, Cli, Parsed, CM_OPTION,
 };
 use lite_tools::bench::{Operation, PeerNode};
 use lite_tools::{named_enum, parse_cm_address, MAX_CLUSTER_NODES};
@@ -51,18 +51,24 @@ named_enum! {
 }
 
 /// Declares [`Options`], [`CLI`] and [`read_options`] from the fields no
-/// option fills (set by [`parse_options`]) and one list of options, each
-/// `field: Type = its OptionSpec, its reader;`.
+/// option fills (set by [`parse_options`]) and one list of options besides
+/// `--cm`, each `field: Type = (name, value name), reader;` under its help
+/// text, which is also the field's documentation.
 macro_rules! options {
     (
         derived {
             $($(#[$derived_doc:meta])* $derived:ident: $derived_type:ty,)*
         }
-        $($(#[$doc:meta])* $field:ident: $type:ty = $spec:expr, $read:expr;)*
+        $(
+            $(#[doc = $help:literal])*
+            $field:ident: $type:ty = ($name:literal, $value_name:literal), $read:expr;
+        )*
     ) => {
         #[derive(Clone)]
         pub(crate) struct Options {
-            $($(#[$doc])* pub(crate) $field: $type,)*
+            /// The cluster manager's address.
+            pub(crate) cm: Ipv4Addr,
+            $($(#[doc = $help])* pub(crate) $field: $type,)*
             $($(#[$derived_doc])* pub(crate) $derived: $derived_type,)*
         }
 
@@ -70,16 +76,18 @@ macro_rules! options {
             program: "lite-bench",
             synopsis: SYNOPSIS,
             about: ABOUT,
-            options: &[$($spec),*],
+            options: &[
+                CM_OPTION,
+                // The lines of a doc comment each start with a space.
+                $(option($name, $value_name, concat!($($help),*).trim_ascii_start()),)*
+            ],
         };
 
         /// Every option's value, each checked on its own.
         fn read_options(parsed: &Parsed) -> Result<Options, ArgError> {
             Ok(Options {
-                $($field: {
-                    let spec: OptionSpec = $spec;
-                    ($read)(parsed, spec.name)?
-                },)*
+                cm: parsed.required_with(CM_OPTION.name, parse_cm_address)?,
+                $($field: ($read)(parsed, $name)?,)*
                 $($derived: Default::default(),)*
             })
         }
@@ -107,144 +115,70 @@ options! {
         /// resolved from then on.
         memory_node: u32,
     }
-    cm: Ipv4Addr = CM_OPTION, required(parse_cm_address);
-    /// Which node holds the memory, as `--peer-node` said.
-    peer: PeerNode = option(
-        "peer-node",
-        "auto|this|other|ID",
-        "node holding the memory: auto means node 1, this means this node (it \
-               serves), other the other node of a two-node cluster (this node measures) \
-               (default auto)",
-    ), given_or(PeerNode::Auto, |text| PeerNode::parse(text, sys::MAX_NODES));
-    iters: usize = option(
-        "iters",
-        "N",
-        "timed operations per size and direction (default 1000)",
-    ), bounded(1000, 1..=10_000_000);
-    sizes: Vec<u64> = option(
-        "sizes",
-        "LIST",
-        "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
-    ), given_or(vec![8, 64, 512, 4096, 65536], |text| {
+    /// node holding the memory: auto means node 1, this means this node (it serves), other the
+    /// other node of a two-node cluster (this node measures) (default auto)
+    peer: PeerNode = ("peer-node", "auto|this|other|ID"),
+        given_or(PeerNode::Auto, |text| PeerNode::parse(text, sys::MAX_NODES));
+    /// timed operations per size and direction (default 1000)
+    iters: usize = ("iters", "N"), bounded(1000, 1..=10_000_000);
+    /// latency: comma separated sizes in bytes (default 8,64,512,4096,65536)
+    sizes: Vec<u64> = ("sizes", "LIST"), given_or(vec![8, 64, 512, 4096, 65536], |text| {
         // Unlike the other lists, not `none`.
         parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
     });
-    bw_sizes: Vec<u64> = option(
-        "bw-sizes",
-        "LIST",
-        "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
-    ), sizes(&[4096, 65536, 1 << 20, 4 << 20], MAX_BW_SIZE);
-    async_sizes: Vec<u64> = option(
-        "async-sizes",
-        "LIST",
-        "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
-    ), sizes(&[4096, 65536], sys::MAX_ASYNC_SIZE);
-    depths: Vec<usize> = option(
-        "depths",
-        "LIST",
-        "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
-    ), given_or(vec![1, 2, 4, 8, 16, 32], parse_depths);
-    bw_bytes: u64 = option(
-        "bw-bytes",
-        "N",
-        "bytes moved per throughput series, within 8..=--iters operations \
-               (default 16777216)",
-    ), bounded(16 << 20, 1..=1 << 40);
-    rpc_sizes: Vec<u64> = option(
-        "rpc-sizes",
-        "LIST",
-        "RPC round trip request (and reply) sizes in bytes, or none \
-               (default 8,64,512,4096,65536)",
-    ), sizes(&[8, 64, 512, 4096, 65536], sys::MAX_MESSAGE_SIZE);
-    rpc_threads: Vec<usize> = option(
-        "rpc-threads",
-        "LIST",
-        "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
-    ), counts(&[1, 2, 4, 8, 16], MAX_RPC_THREADS);
-    rpc_calls: usize = option(
-        "rpc-calls",
-        "N",
-        "RPC throughput: calls per series, shared by its threads (default 2000)",
-    ), bounded(2000, 1..=10_000_000);
-    qos_loaders: usize = option(
-        "qos-loaders",
-        "N",
-        "isolation run: low-priority processes loading the link, 0 to skip the run \
-               (default 3)",
-    ), bounded(3, 0..=MAX_QOS_LOADERS);
-    /// Interleaved rounds of the isolation run.
-    qos_rounds: u32 = option(
-        "qos-rounds",
-        "N",
-        "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
-               alternated so both see the same machine (default 5)",
-    ), bounded(5, 1..=MAX_QOS_ROUNDS);
-    series: Series = option(
-        "series",
-        "all|latency|regions|processes",
-        "latency: only the write/read latency, atomics and RPC round trip series \
-               (one round of the benchmark's interleaved comparison); regions: only the \
-               memory region curve; processes: only the process curve (default all)",
-    ), given_or(Series::All, str::parse);
-    /// Operations of the latency series.
-    ops: Vec<Operation> = option(
-        "ops",
-        "LIST",
-        "latency series: only these of write, read, fetch_add, compare_swp and rpc \
-               (default all of them)",
-    ), given_or(LATENCY_OPS.to_vec(), parse_latency_ops);
-    /// The native baseline that takes turns with the latency series.
-    baseline: Option<String> = option(
-        "baseline",
-        "COMMAND",
-        "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
-               --turns, words separated by spaces) and take turns with it within every \
-               series",
-    ), text_if_given();
-    turn_ops: usize = option(
-        "turn-ops",
-        "N",
-        "with --baseline: most operations of one side in a row (default 10)",
-    ), bounded(10, 1..=10_000_000);
-    region_counts: Vec<usize> = option(
-        "region-counts",
-        "LIST",
-        "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
-    ), counts(&[1, 100, 10_000, 100_000], MAX_CURVE_LMRS);
-    create_sizes: Vec<u64> = option(
-        "create-sizes",
-        "LIST",
-        "memory region curve: sizes of the LMRs created and freed, in bytes \
-               (default 4096,65536,1048576,16777216,268435456,1073741824)",
-    ), sizes(&[4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30], MAX_CREATE_SIZE);
-    process_counts: Vec<usize> = option(
-        "process-counts",
-        "LIST",
-        "process curve: processes at each step, each making --iters operations \
-               (default 1,2,4,8,16,32,64)",
-    ), counts(&[1, 2, 4, 8, 16, 32, 64], MAX_CURVE_PROCESSES);
-    contend: Option<u32> = option(
-        "contend",
-        "NODES",
-        "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
-               lock and every other node takes turns on it",
-    ), bounded_if_given(2..=MAX_CLUSTER_NODES);
-    scale: Option<u32> = option(
-        "scale",
-        "NODES",
-        "only measure one step of the cluster-size curve: NODES nodes (all running \
-               --scale NODES) time their join, --iters barriers and all-to-all RPC",
-    ), bounded_if_given(2..=MAX_CLUSTER_NODES);
-    scale_calls: usize = option(
-        "scale-calls",
-        "N",
-        "calls per peer of the all-to-all RPC with --scale (default 200)",
-    ), bounded(200, 1..=10_000_000);
-    contend_iters: usize = option(
-        "contend-iters",
-        "N",
-        "lock/unlock pairs per contending node with --contend (default 300)",
-    ), bounded(300, 1..=10_000_000);
+    /// memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)
+    bw_sizes: Vec<u64> = ("bw-sizes", "LIST"), sizes(&[4096, 65536, 1 << 20, 4 << 20], MAX_BW_SIZE);
+    /// asynchronous write/read sizes in bytes, or none (default 4096,65536)
+    async_sizes: Vec<u64> = ("async-sizes", "LIST"), sizes(&[4096, 65536], sys::MAX_ASYNC_SIZE);
+    /// asynchronous operations kept in flight (default 1,2,4,8,16,32)
+    depths: Vec<usize> = ("depths", "LIST"), given_or(vec![1, 2, 4, 8, 16, 32], parse_depths);
+    /// bytes moved per throughput series, within 8..=--iters operations (default 16777216)
+    bw_bytes: u64 = ("bw-bytes", "N"), bounded(16 << 20, 1..=1 << 40);
+    /// RPC round trip request (and reply) sizes in bytes, or none (default 8,64,512,4096,65536)
+    rpc_sizes: Vec<u64> = ("rpc-sizes", "LIST"),
+        sizes(&[8, 64, 512, 4096, 65536], sys::MAX_MESSAGE_SIZE);
+    /// RPC throughput: client thread counts, or none (default 1,2,4,8,16)
+    rpc_threads: Vec<usize> = ("rpc-threads", "LIST"), counts(&[1, 2, 4, 8, 16], MAX_RPC_THREADS);
+    /// RPC throughput: calls per series, shared by its threads (default 2000)
+    rpc_calls: usize = ("rpc-calls", "N"), bounded(2000, 1..=10_000_000);
+    /// isolation run: low-priority processes loading the link, 0 to skip the run (default 3)
+    qos_loaders: usize = ("qos-loaders", "N"), bounded(3, 0..=MAX_QOS_LOADERS);
+    /// isolation run: rounds of an unloaded and a loaded phase with QoS on, alternated so both see
+    /// the same machine (default 5)
+    qos_rounds: u32 = ("qos-rounds", "N"), bounded(5, 1..=MAX_QOS_ROUNDS);
+    /// latency: only the write/read latency, atomics and RPC round trip series (one round of the
+    /// benchmark's interleaved comparison); regions: only the memory region curve; processes: only
+    /// the process curve (default all)
+    series: Series = ("series", "all|latency|regions|processes"), given_or(Series::All, str::parse);
+    /// latency series: only these of write, read, fetch_add, compare_swp and rpc (default all of
+    /// them)
+    ops: Vec<Operation> = ("ops", "LIST"), given_or(LATENCY_OPS.to_vec(), parse_latency_ops);
+    /// with --series latency: start COMMAND (lite-verbs-bench --client HOST .. --turns, words
+    /// separated by spaces) and take turns with it within every series
+    baseline: Option<String> = ("baseline", "COMMAND"), text_if_given();
+    /// with --baseline: most operations of one side in a row (default 10)
+    turn_ops: usize = ("turn-ops", "N"), bounded(10, 1..=10_000_000);
+    /// memory region curve: live LMRs at each step (default 1,100,10000,100000)
+    region_counts: Vec<usize> = ("region-counts", "LIST"),
+        counts(&[1, 100, 10_000, 100_000], MAX_CURVE_LMRS);
+    /// memory region curve: sizes of the LMRs created and freed, in bytes (default
+    /// 4096,65536,1048576,16777216,268435456,1073741824)
+    create_sizes: Vec<u64> = ("create-sizes", "LIST"),
+        sizes(&[4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30], MAX_CREATE_SIZE);
+    /// process curve: processes at each step, each making --iters operations (default
+    /// 1,2,4,8,16,32,64)
+    process_counts: Vec<usize> = ("process-counts", "LIST"),
+        counts(&[1, 2, 4, 8, 16, 32, 64], MAX_CURVE_PROCESSES);
+    /// only measure NODES nodes (all running --contend NODES): node 1 keeps one lock and every
+    /// other node takes turns on it
+    contend: Option<u32> = ("contend", "NODES"), bounded_if_given(2..=MAX_CLUSTER_NODES);
+    /// only measure one step of the cluster-size curve: NODES nodes (all running --scale NODES)
+    /// time their join, --iters barriers and all-to-all RPC
+    scale: Option<u32> = ("scale", "NODES"), bounded_if_given(2..=MAX_CLUSTER_NODES);
+    /// calls per peer of the all-to-all RPC with --scale (default 200)
+    scale_calls: usize = ("scale-calls", "N"), bounded(200, 1..=10_000_000);
+    /// lock/unlock pairs per contending node with --contend (default 300)
+    contend_iters: usize = ("contend-iters", "N"), bounded(300, 1..=10_000_000);
 }
 
 /// The operations of the latency series, of which `--ops` picks.
@@ -274,11 +208,6 @@ fn parse_latency_ops(text: &str) -> Result<Vec<Operation>, String> {
 /// Reads the option of a name, or says why its value will not do.
 trait Reader<T>: FnOnce(&Parsed, &'static str) -> Result<T, ArgError> {}
 impl<T, F: FnOnce(&Parsed, &'static str) -> Result<T, ArgError>> Reader<T> for F {}
-
-/// An option that must be given, read by `parse`.
-fn required<T>(parse: fn(&str) -> Result<T, String>) -> impl Reader<T> {
-    move |parsed: &Parsed, name: &'static str| parsed.required_with(name, parse)
-}
 
 /// An option read by `parse`, `default` when it is not given.
 fn given_or<T>(default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> impl Reader<T> {
