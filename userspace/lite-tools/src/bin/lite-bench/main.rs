@@ -39,6 +39,7 @@
 //! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
 use std::fmt::Display;
+use std::io::ErrorKind;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -763,23 +764,27 @@ fn echo(len: usize) -> Result<u64, String> {
     }
 }
 
-/// Waits until the memory node's RPC port is open.
-fn wait_for_server(node: u32) -> Result<(), String> {
+/// Runs `attempt` again every 100 ms while it is refused, for up to
+/// [`RPC_SERVER_WAIT`]: the memory node may still be opening what it serves.
+fn retry_while_refused<T>(mut attempt: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
     let deadline = Instant::now() + RPC_SERVER_WAIT;
     loop {
-        match rpc::query_port(node, RPC_PORT) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) && Instant::now() < deadline => {
+        match attempt() {
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(e) => {
-                return Err(format!(
-                    "query_port(node {node}, port {RPC_PORT}): {}",
-                    describe_error(&e)
-                ))
-            }
+            outcome => return outcome,
         }
     }
+}
+
+/// Waits until the memory node's RPC port is open.
+fn wait_for_server(node: u32) -> Result<(), String> {
+    let query = || rpc::query_port(node, RPC_PORT);
+    retry_while_refused(query).map_err(failed(format_args!(
+        "query_port(node {node}, port {RPC_PORT})"
+    )))?;
+    Ok(())
 }
 
 /// One echo call: `request` out, the same bytes back into `reply`.
@@ -822,25 +827,15 @@ fn measure_kernel_messages(options: &Options) -> Result<(), String> {
     }
     let node = options.memory_node;
     kernel_messages::load(false)?;
-    let round_trips = |size, calls| {
-        kernel_messages::round_trips(node, size, calls).map_err(|e| {
-            let what = format!("{calls} kernel messages of {size} B to node {node}");
-            (e.kind(), format!("{what}: {}", describe_error(&e)))
-        })
-    };
+    let round_trips = |size, calls| kernel_messages::round_trips(node, size, calls);
+    let what = |size, calls| format!("{calls} kernel messages of {size} B to node {node}");
     // The memory node loads its module while this node starts measuring.
-    let deadline = Instant::now() + RPC_SERVER_WAIT;
-    while let Err((kind, e)) = round_trips(1, 1) {
-        if kind != std::io::ErrorKind::ConnectionRefused || Instant::now() >= deadline {
-            return Err(e);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    retry_while_refused(|| round_trips(1, 1)).map_err(failed(what(1, 1)))?;
     say(format_args!(
         "lite-bench: kernel messages to node {node}'s handler, {} round trips per size",
         options.iters
     ));
-    let round_trips = |size, calls| round_trips(size, calls).map_err(|(_, e)| e);
+    let round_trips = |size, calls| round_trips(size, calls).map_err(failed(what(size, calls)));
     for size in sizes {
         round_trips(size, WARMUP_OPS)?;
         report(

@@ -74,7 +74,7 @@ macro_rules! options {
 
         pub(crate) const CLI: Cli = Cli {
             program: "lite-bench",
-            synopsis: SYNOPSIS,
+            synopsis: concat!("--cm IP", $(" [--", $name, " ", $value_name, "]"),*),
             about: ABOUT,
             options: &[
                 CM_OPTION,
@@ -93,14 +93,6 @@ macro_rules! options {
         }
     };
 }
-
-const SYNOPSIS: &str =
-    "--cm IP [--peer-node auto|this|other|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
-               [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
-               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
-               [--series all|latency|regions|processes] [--ops LIST] [--region-counts LIST] \
-               [--create-sizes LIST] [--process-counts LIST] \
-               [--baseline COMMAND [--turn-ops N]] [--contend NODES [--contend-iters N]]";
 
 const ABOUT: &str = "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
@@ -314,24 +306,18 @@ pub(crate) fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             return Err(invalid(
                 "baseline",
                 command,
-                "takes a command, and turns only with --series latency".to_string(),
+                "takes a command, and turns only with --series latency",
             ));
         }
     }
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
-    let resolved_late = match options.peer {
-        PeerNode::This => Some("this"),
-        PeerNode::Other => Some("other"),
-        _ => None,
-    };
-    if let Some(value) =
-        resolved_late.filter(|_| options.contend.is_some() || options.scale.is_some())
-    {
+    let resolved_late = matches!(options.peer, PeerNode::This | PeerNode::Other);
+    if resolved_late && (options.contend.is_some() || options.scale.is_some()) {
         return Err(invalid(
             "peer-node",
-            value,
-            "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
+            parsed.get("peer-node").unwrap_or_default(),
+            "--contend and --scale hold no memory on one node: give auto or a node id",
         ));
     }
     Ok(options)
