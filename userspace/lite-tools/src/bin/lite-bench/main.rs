@@ -132,18 +132,15 @@ const QOS_ENABLED: &str = "/sys/kernel/debug/lite/qos_enabled";
 /// This node's view of the cluster (debugfs): its alive peers.
 const MEMBERSHIP: &str = "/sys/kernel/debug/lite/membership";
 
-/// Live LMRs after each step of the memory region series.
-const REGION_STEPS: [usize; 4] = [1, 10, 100, 1000];
-
-/// Size of the LMRs of the memory region series' steps.
-const REGION_LMR_SIZE: u64 = 4096;
-
-/// The memory region series' last row: this many LMRs of
-/// [`REGION_LARGE_SIZE`].
-const REGION_LARGE_COUNT: usize = 100;
-
-/// Size of the LMRs of the memory region series' last row.
-const REGION_LARGE_SIZE: u64 = 64 * 1024;
+/// The steps of the memory region series: the size of the LMRs alive and
+/// how many; those of another size are freed first.
+const REGION_STEPS: [(u64, usize); 5] = [
+    (4096, 1),
+    (4096, 10),
+    (4096, 100),
+    (4096, 1000),
+    (64 * 1024, 100),
+];
 
 /// Size of each live LMR of the memory region curve.
 const CURVE_LMR_SIZE: u64 = 4096;
@@ -1393,31 +1390,29 @@ fn qos_phase(options: &Options, lmr: &Lmr, step: QosStep) -> Result<(), String> 
     Ok(())
 }
 
-/// Memory regions as live LMRs grow: LMRs of [`REGION_LMR_SIZE`],
-/// alternately on this node and on the memory node, are allocated and kept
-/// until each of [`REGION_STEPS`] is alive, then, those freed,
-/// [`REGION_LARGE_COUNT`] of [`REGION_LARGE_SIZE`]; each step reports this
-/// node's resources file right after its allocations.
+/// Memory regions as live LMRs grow: LMRs alternately on this node and on
+/// the memory node are allocated and kept until each step of
+/// [`REGION_STEPS`] is alive; each step reports this node's resources file
+/// right after its allocations.
 fn measure_regions(options: &Options, me: u32) -> Result<(), String> {
     let peer = options.memory_node;
     // A kernel without the file fails here, before allocating anything.
     read_region_counters()?;
     say(format_args!(
-        "lite-bench: memory regions with {REGION_STEPS:?} LMRs of {REGION_LMR_SIZE} B, then \
-         {REGION_LARGE_COUNT} of {REGION_LARGE_SIZE} B, alternately on this node {me} and on \
-         node {peer}"
+        "lite-bench: memory regions with (size, LMRs) {REGION_STEPS:?}, alternately on this \
+         node {me} and on node {peer}"
     ));
     let started = Instant::now();
-    let mut small = Vec::new();
-    for count in REGION_STEPS {
-        alloc_alternately(&mut small, count, REGION_LMR_SIZE, me, peer)?;
-        report_regions(REGION_LMR_SIZE, small.len())?;
+    let (mut lmrs, mut lmr_size) = (Vec::new(), 0);
+    for (size, count) in REGION_STEPS {
+        if size != lmr_size {
+            free_all(std::mem::take(&mut lmrs))?;
+            lmr_size = size;
+        }
+        alloc_alternately(&mut lmrs, count, size, me, peer)?;
+        report_regions(size, lmrs.len())?;
     }
-    free_all(small)?;
-    let mut large = Vec::new();
-    alloc_alternately(&mut large, REGION_LARGE_COUNT, REGION_LARGE_SIZE, me, peer)?;
-    report_regions(REGION_LARGE_SIZE, large.len())?;
-    free_all(large)?;
+    free_all(lmrs)?;
     say(format_args!(
         "lite-bench: memory region series took {:.1} s",
         started.elapsed().as_secs_f64()
