@@ -1,6 +1,7 @@
 //! Pieces of `lite-bench` that do not need a LITE kernel.
 
 use std::collections::VecDeque;
+use std::fmt;
 
 use crate::say;
 use crate::stats::{percentile, summarize};
@@ -79,63 +80,9 @@ pub fn alive_peers(membership: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Declares an enum whose variants each have one name, in records and on
-/// command lines, from which its `Display`, its `FromStr` and the list of
-/// its variants follow.
-#[macro_export]
-macro_rules! named_enum {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $name:ident {
-            $($(#[$doc:meta])* $variant:ident = $text:literal,)*
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        $vis enum $name {
-            $($(#[$doc])* $variant,)*
-        }
-
-        impl $name {
-            /// Every variant, in the order declared.
-            $vis const ALL: &'static [$name] = &[$($name::$variant),*];
-
-            /// Its name.
-            $vis fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-
-            fn from_str(text: &str) -> Result<Self, String> {
-                let found = Self::ALL.iter().copied().find(|v| v.name() == text);
-                found.ok_or_else(|| {
-                    let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                    let expected = match names.split_last() {
-                        Some((last, others)) if !others.is_empty() => {
-                            format!("{} or {last}", others.join(", "))
-                        }
-                        _ => names.concat(),
-                    };
-                    format!("expected {expected}, not \"{text}\"")
-                })
-            }
-        }
-    };
-}
-
 named_enum! {
-    /// Kind of measured operation.
+    /// Kind of measured operation, by its name in the records.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Operation {
         /// `lite_rdma_write`.
         Write = "write",
@@ -171,6 +118,12 @@ named_enum! {
         RegionCreate = "region_create",
         /// `lite_remote_free` of one LMR.
         RegionFree = "region_free",
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -233,6 +186,7 @@ pub fn to_first_region(timed: usize, random_done: usize, first_done: usize, iter
 named_enum! {
     /// What each process of the process curve does; its name follows
     /// `proc_` in the curve's lines and names it on command lines.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum ProcessWorkload {
         /// Synchronous 64-byte writes to an LMR of its own on the peer.
         Write = "write",
@@ -256,7 +210,7 @@ pub fn process_record(
 ) -> Record {
     let ops = (processes * iters) as f64;
     Record::Process(record::Process {
-        workload: workload.to_string(),
+        workload: workload.name().into(),
         size,
         processes: processes as u64,
         iters: iters as u64,
@@ -529,6 +483,7 @@ impl LoadReport {
 
 named_enum! {
     /// A phase of the isolation run.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum QosPhase {
         /// The high-priority process alone.
         Unloaded = "unloaded",
@@ -560,7 +515,7 @@ pub fn qos_records(
     (load_size, load): (u64, &[LoadReport]),
 ) -> Option<Vec<Record>> {
     let l = summarize(samples_us)?;
-    let phase = step.phase.to_string();
+    let phase = step.phase.name().to_string();
     let qos = if step.qos { "on" } else { "off" }.to_string();
     let mut records = vec![Record::Qos(record::Qos {
         round: step.round,
@@ -706,9 +661,14 @@ mod tests {
         let got = (write.regions, write.iters, write.median);
         assert_eq!(got, (Some(100), 3, 12.5));
         assert_close(write.p99.unwrap_or_default(), 19.85);
-        let create = region_record(Operation::RegionCreate, 4096, None, &samples);
-        assert!(
-            matches!(create, Some(Record::Latency(l)) if l.regions.is_none() && l.op == "region_create")
+        let Some(Record::Latency(create)) =
+            region_record(Operation::RegionCreate, 4096, None, &samples)
+        else {
+            panic!("not a latency record");
+        };
+        assert_eq!(
+            (create.regions, create.op.as_str()),
+            (None, "region_create")
         );
         let plain = latency(Operation::Read, 8, &samples).expect("samples");
         assert_eq!(
@@ -719,31 +679,24 @@ mod tests {
     }
 
     #[test]
-    fn named_enums_print_and_parse_their_names() {
-        fn names<T: std::fmt::Display>(all: &[T]) -> String {
-            let names: Vec<String> = all.iter().map(T::to_string).collect();
-            names.join(" ")
+    fn named_enums_say_their_names() {
+        fn names<T>(all: &[T], name: fn(&T) -> &'static str) -> String {
+            all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
         let operations = "write read memset memcpy write_async read_async rpc kmsg fetch_add \
                           compare_swp region_write region_read region_write_first \
                           region_read_first region_create region_free";
-        assert_eq!(names(Operation::ALL), operations);
-        assert_eq!(names(ProcessWorkload::ALL), "write rpc");
-        assert_eq!(names(QosPhase::ALL), "unloaded loaded");
+        assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
         for operation in Operation::ALL {
-            assert_eq!(operation.to_string().parse(), Ok(*operation));
+            assert_eq!(operation.to_string(), operation.name());
         }
-        for workload in ProcessWorkload::ALL {
-            assert_eq!(workload.to_string().parse(), Ok(*workload));
-        }
-        let unknown = "read".parse::<ProcessWorkload>();
-        assert_eq!(unknown, Err("expected write or rpc, not \"read\"".into()));
-        let unknown = "loading".parse::<QosPhase>();
+        assert_eq!(names(&ProcessWorkload::ALL, |w| w.name()), "write rpc");
         assert_eq!(
-            unknown,
-            Err("expected unloaded or loaded, not \"loading\"".into())
+            ProcessWorkload::from_name("rpc"),
+            Some(ProcessWorkload::Rpc)
         );
-        assert!("Write".parse::<Operation>().is_err());
+        assert_eq!(ProcessWorkload::from_name("read"), None);
+        assert_eq!(names(&QosPhase::ALL, |p| p.name()), "unloaded loaded");
     }
 
     #[test]

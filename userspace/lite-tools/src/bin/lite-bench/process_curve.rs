@@ -72,7 +72,7 @@ fn step(
         let took = line
             .strip_prefix("done ")
             .and_then(|us| us.parse::<f64>().ok())
-            .ok_or_else(|| format!("a {workload} process said \"{line}\""))?;
+            .ok_or_else(|| format!("a {} process said \"{line}\"", workload.name()))?;
         slowest_us = slowest_us.max(took);
     }
     let elapsed_us = micros_since(began);
@@ -90,7 +90,7 @@ fn step(
 
 /// One process of a step.
 fn spawn_worker(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Piped, String> {
-    let args: [&dyn Display; 3] = [&workload, &node, &iters];
+    let args: [&dyn Display; 3] = [&workload.name(), &node, &iters];
     Piped::spawn_self(PROCESS_SUBCOMMAND, &args, "a process of the curve", false)
 }
 
@@ -99,9 +99,7 @@ fn spawn_worker(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Pi
 /// MICROSECONDS` (or `fail REASON`).
 pub(crate) fn process_main(args: &[String]) -> Result<String, String> {
     let parsed = match args {
-        [workload, node, iters] => workload
-            .parse::<ProcessWorkload>()
-            .ok()
+        [workload, node, iters] => ProcessWorkload::from_name(workload)
             .zip(node.parse::<u32>().ok())
             .zip(iters.parse::<usize>().ok().filter(|&n| n > 0)),
         _ => None,
