@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::say;
-use crate::stats::{percentile, summarize, Summary};
+use crate::stats::{percentile, summarize};
 use lite_bench_record::{self as record, Record};
 
 /// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
@@ -80,65 +80,50 @@ pub fn alive_peers(membership: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Kind of measured operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    /// `lite_rdma_write`.
-    Write,
-    /// `lite_rdma_read`.
-    Read,
-    /// `lite_remote_memset`.
-    Memset,
-    /// `lite_memcpy`.
-    Memcpy,
-    /// `lite_rdma_write_async`, several in flight.
-    WriteAsync,
-    /// `lite_rdma_read_async`, several in flight.
-    ReadAsync,
-    /// `lite_send_reply_imm` round trip, the reply as long as the request.
-    Rpc,
-    /// `liteapi_send_reply` round trip between two kernels through a
-    /// handler, the reply as long as the request, timed in the kernel.
-    KernelMessage,
-    /// `lite_fetch_add` on an 8-byte LMR.
-    FetchAdd,
-    /// `lite_compare_swp` on an 8-byte LMR.
-    CompareSwp,
-    /// `lite_rdma_write` on one of many live LMRs, picked at random.
-    RegionWrite,
-    /// `lite_rdma_read` on one of many live LMRs, picked at random.
-    RegionRead,
-    /// `lite_rdma_write` on the first of many live LMRs, in blocks
-    /// alternating with [`Operation::RegionWrite`]'s.
-    RegionWriteFirst,
-    /// `lite_rdma_read` on the first of many live LMRs.
-    RegionReadFirst,
-    /// `lite_alloc_remote` of one LMR.
-    RegionCreate,
-    /// `lite_remote_free` of one LMR.
-    RegionFree,
+named_enum! {
+    /// Kind of measured operation, by its name in the records.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Operation {
+        /// `lite_rdma_write`.
+        Write = "write",
+        /// `lite_rdma_read`.
+        Read = "read",
+        /// `lite_remote_memset`.
+        Memset = "memset",
+        /// `lite_memcpy`.
+        Memcpy = "memcpy",
+        /// `lite_rdma_write_async`, several in flight.
+        WriteAsync = "write_async",
+        /// `lite_rdma_read_async`, several in flight.
+        ReadAsync = "read_async",
+        /// `lite_send_reply_imm` round trip, the reply as long as the request.
+        Rpc = "rpc",
+        /// `liteapi_send_reply` round trip between two kernels through a
+        /// handler, the reply as long as the request, timed in the kernel.
+        KernelMessage = "kmsg",
+        /// `lite_fetch_add` on an 8-byte LMR.
+        FetchAdd = "fetch_add",
+        /// `lite_compare_swp` on an 8-byte LMR.
+        CompareSwp = "compare_swp",
+        /// `lite_rdma_write` on one of many live LMRs, picked at random.
+        RegionWrite = "region_write",
+        /// `lite_rdma_read` on one of many live LMRs, picked at random.
+        RegionRead = "region_read",
+        /// `lite_rdma_write` on the first of many live LMRs, in blocks
+        /// alternating with [`Operation::RegionWrite`]'s.
+        RegionWriteFirst = "region_write_first",
+        /// `lite_rdma_read` on the first of many live LMRs.
+        RegionReadFirst = "region_read_first",
+        /// `lite_alloc_remote` of one LMR.
+        RegionCreate = "region_create",
+        /// `lite_remote_free` of one LMR.
+        RegionFree = "region_free",
+    }
 }
 
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Operation::Write => "write",
-            Operation::Read => "read",
-            Operation::Memset => "memset",
-            Operation::Memcpy => "memcpy",
-            Operation::WriteAsync => "write_async",
-            Operation::ReadAsync => "read_async",
-            Operation::Rpc => "rpc",
-            Operation::KernelMessage => "kmsg",
-            Operation::FetchAdd => "fetch_add",
-            Operation::CompareSwp => "compare_swp",
-            Operation::RegionWrite => "region_write",
-            Operation::RegionRead => "region_read",
-            Operation::RegionWriteFirst => "region_write_first",
-            Operation::RegionReadFirst => "region_read_first",
-            Operation::RegionCreate => "region_create",
-            Operation::RegionFree => "region_free",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -147,9 +132,11 @@ pub fn emit(record: &Record) {
     say(format_args!("{}", record.line()));
 }
 
-/// The latency series of `operation` at `size` that `summary` sums up.
-pub fn latency(operation: Operation, size: u64, summary: &Summary) -> record::Latency {
-    record::Latency {
+/// The latency series of `operation` at `size` timed as `samples_us`;
+/// `None` without samples.
+pub fn latency(operation: Operation, size: u64, samples_us: &[f64]) -> Option<record::Latency> {
+    let summary = summarize(samples_us)?;
+    Some(record::Latency {
         op: operation.to_string(),
         size,
         regions: None,
@@ -161,23 +148,22 @@ pub fn latency(operation: Operation, size: u64, summary: &Summary) -> record::La
         min: summary.min,
         max: summary.max,
         stdev: summary.stdev,
-    }
+    })
 }
 
 /// The record of one series of the memory region curve, with `regions`
-/// live LMRs when given and the 99th percentile of `samples`.
+/// live LMRs when given and the 99th percentile of `samples_us`.
 pub fn region_record(
     operation: Operation,
     size: u64,
     regions: Option<usize>,
-    summary: &Summary,
-    samples: &[f64],
-) -> Record {
-    Record::Latency(record::Latency {
+    samples_us: &[f64],
+) -> Option<Record> {
+    Some(Record::Latency(record::Latency {
         regions: regions.map(|n| n as u64),
-        p99: Some(p99(samples).unwrap_or(summary.max)),
-        ..latency(operation, size, summary)
-    })
+        p99: p99(samples_us),
+        ..latency(operation, size, samples_us)?
+    }))
 }
 
 /// Operations of one block of the memory region curve: random ones and
@@ -197,40 +183,15 @@ pub fn to_first_region(timed: usize, random_done: usize, first_done: usize, iter
     }
 }
 
-/// What each process of the process curve does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcessWorkload {
-    /// Synchronous 64-byte writes to an LMR of its own on the peer.
-    Write,
-    /// Synchronous 64-byte echo calls to the peer's RPC server.
-    Rpc,
-}
-
-impl ProcessWorkload {
-    /// Its name in the curve's lines (after `proc_`) and on command lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcessWorkload::Write => "write",
-            ProcessWorkload::Rpc => "rpc",
-        }
-    }
-}
-
-impl fmt::Display for ProcessWorkload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for ProcessWorkload {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "write" => Ok(ProcessWorkload::Write),
-            "rpc" => Ok(ProcessWorkload::Rpc),
-            _ => Err(format!("expected write or rpc, not \"{text}\"")),
-        }
+named_enum! {
+    /// What each process of the process curve does; its name follows
+    /// `proc_` in the curve's lines and names it on command lines.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ProcessWorkload {
+        /// Synchronous 64-byte writes to an LMR of its own on the peer.
+        Write = "write",
+        /// Synchronous 64-byte echo calls to the peer's RPC server.
+        Rpc = "rpc",
     }
 }
 
@@ -249,7 +210,7 @@ pub fn process_record(
 ) -> Record {
     let ops = (processes * iters) as f64;
     Record::Process(record::Process {
-        workload: workload.to_string(),
+        workload: workload.name().into(),
         size,
         processes: processes as u64,
         iters: iters as u64,
@@ -520,95 +481,78 @@ impl LoadReport {
     }
 }
 
-/// A phase of the isolation run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QosPhase {
-    /// The high-priority process alone.
-    Unloaded,
-    /// Low-priority processes writing at the same time.
-    Loaded,
-}
-
-impl fmt::Display for QosPhase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            QosPhase::Unloaded => "unloaded",
-            QosPhase::Loaded => "loaded",
-        })
+named_enum! {
+    /// A phase of the isolation run.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum QosPhase {
+        /// The high-priority process alone.
+        Unloaded = "unloaded",
+        /// Low-priority processes writing at the same time.
+        Loaded = "loaded",
     }
 }
 
-/// The high-priority process's write latency in one phase of the isolation
-/// run, and what the low-priority processes achieved meanwhile.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QosResult {
+/// One phase of the isolation run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QosStep {
     /// The interleaved round the phase belongs to, from 1.
     pub round: u32,
     /// The phase.
     pub phase: QosPhase,
     /// Whether QoS was on.
     pub qos: bool,
-    /// Size of the timed writes in bytes.
-    pub size: u64,
-    /// Their latency, microseconds.
-    pub latency: Summary,
-    /// Its 99th percentile.
-    pub p99: f64,
-    /// Size of each low-priority write in bytes.
-    pub load_size: u64,
-    /// One report per low-priority process (none when unloaded).
-    pub load: Vec<LoadReport>,
-    /// Low-priority operations the node throttled during the phase.
-    pub throttled: u64,
 }
 
-/// `on` or `off`, as the records say whether QoS was on.
-fn on_off(on: bool) -> String {
-    if on { "on" } else { "off" }.to_string()
-}
-
-impl QosResult {
-    /// The phase's record; `load_mibps` is the low-priority processes'
-    /// throughput added up.
-    pub fn record(&self) -> Record {
-        let l = &self.latency;
-        Record::Qos(record::Qos {
-            round: self.round,
-            phase: self.phase.to_string(),
-            qos: on_off(self.qos),
-            size: self.size,
-            iters: l.count as u64,
-            latency: record::Spread {
-                median: l.median,
-                p10: l.p10,
-                p90: l.p90,
-            },
-            p99: self.p99,
-            min: l.min,
-            max: l.max,
-            stdev: l.stdev,
-            loaders: self.load.len() as u32,
-            load_size: self.load_size,
-            load_ops: self.load.iter().map(|r| r.ops).sum(),
-            // Not `sum()`, which makes -0.0 of nothing.
-            load_mibps: self.load.iter().fold(0.0, |total, r| total + r.mibps()),
-            throttled: self.throttled,
-        })
-    }
-
-    /// The record of load process `loader` (from 1) of the phase.
-    pub fn load_record(&self, loader: usize, report: &LoadReport) -> Record {
+/// The records of one phase of the isolation run: the latency of its
+/// `size`-byte high-priority writes, timed as `samples_us` while the node
+/// throttled `throttled` low-priority operations, then what each load
+/// process, writing `load_size` bytes at a time, reported (numbered from
+/// 1); the phase's `load_mibps` adds up their throughputs. `None` without
+/// samples.
+pub fn qos_records(
+    step: QosStep,
+    (size, samples_us, throttled): (u64, &[f64], u64),
+    (load_size, load): (u64, &[LoadReport]),
+) -> Option<Vec<Record>> {
+    let l = summarize(samples_us)?;
+    let phase = step.phase.name().to_string();
+    let qos = if step.qos { "on" } else { "off" }.to_string();
+    let mut records = vec![Record::Qos(record::Qos {
+        round: step.round,
+        phase: phase.clone(),
+        qos: qos.clone(),
+        size,
+        iters: l.count as u64,
+        latency: record::Spread {
+            median: l.median,
+            p10: l.p10,
+            p90: l.p90,
+        },
+        p99: p99(samples_us)?,
+        min: l.min,
+        max: l.max,
+        stdev: l.stdev,
+        loaders: load.len() as u32,
+        load_size,
+        load_ops: load.iter().map(|r| r.ops).sum(),
+        // Not `sum()`, which makes -0.0 of nothing.
+        load_mibps: load.iter().fold(0.0, |total, r| total + r.mibps()),
+        throttled,
+    })];
+    let loaders = load.iter().zip(1..).map(|(report, loader)| {
         Record::QosLoad(record::QosLoad {
-            round: self.round,
-            phase: self.phase.to_string(),
-            qos: on_off(self.qos),
-            loader: loader as u32,
+            round: step.round,
+            phase: phase.clone(),
+            qos: qos.clone(),
+            loader,
             ops: report.ops,
             bytes: report.bytes,
             elapsed_us: report.elapsed_us,
             mibps: report.mibps(),
         })
-    }
+    });
+    records.extend(loaders);
+    Some(records)
 }
 
 /// Reads a debugfs switch: `1`/`Y`/`y` is on, `0`/`N`/`n` off (a `u32` or
@@ -624,7 +568,6 @@ pub fn parse_switch(text: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::summarize;
 
     #[track_caller]
     fn assert_close(actual: f64, expected: f64) {
@@ -654,10 +597,6 @@ mod tests {
                 mrs: 2,
             })
         );
-        for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
-            assert_eq!(workload.to_string().parse(), Ok(workload));
-        }
-        assert!("read".parse::<ProcessWorkload>().is_err());
     }
 
     #[test]
@@ -713,9 +652,8 @@ mod tests {
     #[test]
     fn region_records_carry_regions_and_p99() {
         let samples = [20.0, 10.0, 12.5];
-        let summary = summarize(&samples).expect("samples");
-        let Record::Latency(write) =
-            region_record(Operation::RegionWrite, 64, Some(100), &summary, &samples)
+        let Some(Record::Latency(write)) =
+            region_record(Operation::RegionWrite, 64, Some(100), &samples)
         else {
             panic!("not a latency record");
         };
@@ -723,34 +661,42 @@ mod tests {
         let got = (write.regions, write.iters, write.median);
         assert_eq!(got, (Some(100), 3, 12.5));
         assert_close(write.p99.unwrap_or_default(), 19.85);
-        let create = region_record(Operation::RegionCreate, 4096, None, &summary, &samples);
-        assert!(
-            matches!(create, Record::Latency(l) if l.regions.is_none() && l.op == "region_create")
+        let Some(Record::Latency(create)) =
+            region_record(Operation::RegionCreate, 4096, None, &samples)
+        else {
+            panic!("not a latency record");
+        };
+        assert_eq!(
+            (create.regions, create.op.as_str()),
+            (None, "region_create")
         );
+        let plain = latency(Operation::Read, 8, &samples).expect("samples");
+        assert_eq!(
+            (plain.regions, plain.p99, plain.min, plain.max),
+            (None, None, 10.0, 20.0)
+        );
+        assert_eq!(region_record(Operation::RegionFree, 8, None, &[]), None);
     }
 
     #[test]
-    fn operation_names() {
-        for (operation, name) in [
-            (Operation::Write, "write"),
-            (Operation::Read, "read"),
-            (Operation::Memset, "memset"),
-            (Operation::Memcpy, "memcpy"),
-            (Operation::WriteAsync, "write_async"),
-            (Operation::ReadAsync, "read_async"),
-            (Operation::Rpc, "rpc"),
-            (Operation::KernelMessage, "kmsg"),
-            (Operation::FetchAdd, "fetch_add"),
-            (Operation::CompareSwp, "compare_swp"),
-            (Operation::RegionWrite, "region_write"),
-            (Operation::RegionRead, "region_read"),
-            (Operation::RegionWriteFirst, "region_write_first"),
-            (Operation::RegionReadFirst, "region_read_first"),
-            (Operation::RegionCreate, "region_create"),
-            (Operation::RegionFree, "region_free"),
-        ] {
-            assert_eq!(operation.to_string(), name);
+    fn named_enums_say_their_names() {
+        fn names<T>(all: &[T], name: fn(&T) -> &'static str) -> String {
+            all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
+        let operations = "write read memset memcpy write_async read_async rpc kmsg fetch_add \
+                          compare_swp region_write region_read region_write_first \
+                          region_read_first region_create region_free";
+        assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
+        for operation in Operation::ALL {
+            assert_eq!(operation.to_string(), operation.name());
+        }
+        assert_eq!(names(&ProcessWorkload::ALL, |w| w.name()), "write rpc");
+        assert_eq!(
+            ProcessWorkload::from_name("rpc"),
+            Some(ProcessWorkload::Rpc)
+        );
+        assert_eq!(ProcessWorkload::from_name("read"), None);
+        assert_eq!(names(&QosPhase::ALL, |p| p.name()), "unloaded loaded");
     }
 
     #[test]
@@ -962,24 +908,22 @@ mod tests {
 
     #[test]
     fn qos_lines() {
-        let latency = summarize(&[10.0, 20.0, 30.0]).expect("samples");
         let load = LoadReport {
             ops: 16,
             bytes: 1 << 20,
             elapsed_us: 1e6,
         };
-        let result = QosResult {
-            round: 2,
-            phase: QosPhase::Loaded,
-            qos: false,
-            size: 64,
-            latency,
-            p99: 29.8,
-            load_size: 65536,
-            load: vec![load; 3],
-            throttled: 7,
+        let records = |round, phase, qos, load: &[LoadReport]| {
+            let step = QosStep { round, phase, qos };
+            qos_records(step, (64, &[10.0, 20.0, 30.0], 7), (65536, load)).expect("samples")
         };
-        let loaded = record::Qos {
+        let loaded = records(2, QosPhase::Loaded, false, &[load; 3]);
+        let Record::Qos(mut phase) = loaded[0].clone() else {
+            panic!("not a QoS record: {:?}", loaded[0]);
+        };
+        assert_close(phase.p99, 29.8);
+        phase.p99 = 29.8;
+        let expected = record::Qos {
             round: 2,
             phase: "loaded".into(),
             qos: "off".into(),
@@ -1000,35 +944,35 @@ mod tests {
             load_mibps: 3.0,
             throttled: 7,
         };
-        assert_eq!(result.record(), Record::Qos(loaded.clone()));
-        let unloaded = QosResult {
-            phase: QosPhase::Unloaded,
-            qos: true,
-            load: Vec::new(),
-            ..result
+        assert_eq!(phase, expected);
+        let share = |loader| {
+            Record::QosLoad(record::QosLoad {
+                round: 2,
+                phase: "loaded".into(),
+                qos: "off".into(),
+                loader,
+                ops: 16,
+                bytes: 1 << 20,
+                elapsed_us: 1e6,
+                mibps: 1.0,
+            })
         };
-        let alone = record::Qos {
-            phase: "unloaded".into(),
-            qos: "on".into(),
-            loaders: 0,
-            load_ops: 0,
-            load_mibps: 0.0,
-            ..loaded
+        assert_eq!(loaded[1..], [share(1), share(2), share(3)]);
+        let unloaded = records(1, QosPhase::Unloaded, true, &[]);
+        let [Record::Qos(alone)] = &unloaded[..] else {
+            panic!("not one QoS record: {unloaded:?}");
         };
-        assert_eq!(unloaded.record(), Record::Qos(alone));
+        let got = (alone.phase.as_str(), alone.qos.as_str(), alone.round);
+        assert_eq!(got, ("unloaded", "on", 1));
+        assert_eq!((alone.loaders, alone.load_ops), (0, 0));
         // Not -0.0, which JSON would write as such.
-        assert!(matches!(unloaded.record(), Record::Qos(q) if q.load_mibps.is_sign_positive()));
-        let share = record::QosLoad {
-            round: 2,
-            phase: "unloaded".into(),
-            qos: "on".into(),
-            loader: 2,
-            ops: 16,
-            bytes: 1 << 20,
-            elapsed_us: 1e6,
-            mibps: 1.0,
+        assert!(alone.load_mibps == 0.0 && alone.load_mibps.is_sign_positive());
+        let step = QosStep {
+            round: 1,
+            phase: QosPhase::Loaded,
+            qos: true,
         };
-        assert_eq!(unloaded.load_record(2, &load), Record::QosLoad(share));
+        assert_eq!(qos_records(step, (64, &[], 0), (65536, &[])), None);
     }
 
     #[test]

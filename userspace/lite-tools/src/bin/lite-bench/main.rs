@@ -38,7 +38,8 @@
 //! Every series checks the data it moved afterwards. The run ends with
 //! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
-use std::net::Ipv4Addr;
+use std::fmt::Display;
+use std::io::ErrorKind;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -50,13 +51,10 @@ use lite::rpc::{self, Port, Received};
 use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
-use lite_tools::args::{
-    in_range, invalid, option, parse_positive_list, ArgError, Cli, Parsed, CM_OPTION,
-};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, emit, latency, lock_record, p99, parse_switch,
+    calls_per_thread, completion_groups, emit, latency, lock_record, parse_switch, qos_records,
     region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
-    throughput_of_ops, to_first_region, LoadReport, Operation, PeerNode, QosPhase, QosResult,
+    throughput_of_ops, to_first_region, LoadReport, Operation, QosPhase, QosStep,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -64,165 +62,18 @@ use lite_tools::fuzz::rng::Rng;
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::kernel_message_module as kernel_messages;
 use lite_tools::resources::{self, RESOURCES_FILE};
-use lite_tools::stats::{monotonic_ns, summarize, time_us};
-use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
+use lite_tools::stats::{monotonic_ns, time_us};
+use lite_tools::{join_cluster, pattern, say, Membership};
 
 mod baseline;
 mod cluster_scale;
+mod options;
 mod piped;
 mod process_curve;
 
 use baseline::{Baseline, Side};
+use options::{parse_options, Options, Series, CLI};
 use piped::Piped;
-
-const CLI: Cli = Cli {
-    program: "lite-bench",
-    synopsis:
-        "--cm IP [--peer-node auto|this|other|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
-               [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
-               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
-               [--series all|latency|regions|processes] [--ops LIST] [--region-counts LIST] \
-               [--create-sizes LIST] [--process-counts LIST] \
-               [--baseline COMMAND [--turn-ops N]] [--contend NODES [--contend-iters N]]",
-    about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
-            asynchronous write/read throughput, RPC latency and throughput between two \
-            nodes, high-priority write latency under low-priority load, and the memory \
-            regions the node registers as live LMRs grow; or, with \
-            --contend, lock/unlock with several nodes contending.",
-    options: &[
-        CM_OPTION,
-        option(
-            "peer-node",
-            "auto|this|other|ID",
-            "node holding the memory: auto means node 1, this means this node (it \
-                   serves), other the other node of a two-node cluster (this node measures) \
-                   (default auto)",
-        ),
-        option(
-            "iters",
-            "N",
-            "timed operations per size and direction (default 1000)",
-        ),
-        option(
-            "sizes",
-            "LIST",
-            "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
-        ),
-        option(
-            "bw-sizes",
-            "LIST",
-            "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
-        ),
-        option(
-            "async-sizes",
-            "LIST",
-            "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
-        ),
-        option(
-            "depths",
-            "LIST",
-            "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
-        ),
-        option(
-            "bw-bytes",
-            "N",
-            "bytes moved per throughput series, within 8..=--iters operations \
-                   (default 16777216)",
-        ),
-        option(
-            "rpc-sizes",
-            "LIST",
-            "RPC round trip request (and reply) sizes in bytes, or none \
-                   (default 8,64,512,4096,65536)",
-        ),
-        option(
-            "rpc-threads",
-            "LIST",
-            "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
-        ),
-        option(
-            "rpc-calls",
-            "N",
-            "RPC throughput: calls per series, shared by its threads (default 2000)",
-        ),
-        option(
-            "qos-loaders",
-            "N",
-            "isolation run: low-priority processes loading the link, 0 to skip the run \
-                   (default 3)",
-        ),
-        option(
-            "qos-rounds",
-            "N",
-            "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
-                   alternated so both see the same machine (default 5)",
-        ),
-        option(
-            "series",
-            "all|latency|regions|processes",
-            "latency: only the write/read latency, atomics and RPC round trip series \
-                   (one round of the benchmark's interleaved comparison); regions: only the \
-                   memory region curve; processes: only the process curve (default all)",
-        ),
-        option(
-            "ops",
-            "LIST",
-            "latency series: only these of write, read, fetch_add, compare_swp and rpc \
-                   (default all of them)",
-        ),
-        option(
-            "baseline",
-            "COMMAND",
-            "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
-                   --turns, words separated by spaces) and take turns with it within every \
-                   series",
-        ),
-        option(
-            "turn-ops",
-            "N",
-            "with --baseline: most operations of one side in a row (default 10)",
-        ),
-        option(
-            "region-counts",
-            "LIST",
-            "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
-        ),
-        option(
-            "create-sizes",
-            "LIST",
-            "memory region curve: sizes of the LMRs created and freed, in bytes \
-                   (default 4096,65536,1048576,16777216,268435456,1073741824)",
-        ),
-        option(
-            "process-counts",
-            "LIST",
-            "process curve: processes at each step, each making --iters operations \
-                   (default 1,2,4,8,16,32,64)",
-        ),
-        option(
-            "contend",
-            "NODES",
-            "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
-                   lock and every other node takes turns on it",
-        ),
-        option(
-            "scale",
-            "NODES",
-            "only measure one step of the cluster-size curve: NODES nodes (all running \
-                   --scale NODES) time their join, --iters barriers and all-to-all RPC",
-        ),
-        option(
-            "scale-calls",
-            "N",
-            "calls per peer of the all-to-all RPC with --scale (default 200)",
-        ),
-        option(
-            "contend-iters",
-            "N",
-            "lock/unlock pairs per contending node with --contend (default 300)",
-        ),
-    ],
-};
 
 /// Nodes taking part: the one holding the memory and the one measuring.
 const BENCH_NODES: u32 = 2;
@@ -246,17 +97,11 @@ const MIN_THROUGHPUT_OPS: usize = 8;
 /// Untimed operations before each throughput series.
 const THROUGHPUT_WARMUP_OPS: usize = 2;
 
-/// Largest memset/memcpy size accepted (two LMRs of it are allocated).
-const MAX_BW_SIZE: u64 = 64 << 20;
-
 /// Port of the RPC echo server on the memory node.
 const RPC_PORT: u32 = 20;
 
 /// Request size of the RPC throughput series.
 const RPC_THROUGHPUT_SIZE: u64 = 64;
-
-/// Most client (and server) threads of an RPC throughput series.
-const MAX_RPC_THREADS: u64 = 64;
 
 /// How long the measuring node waits for the RPC server to open its port.
 const RPC_SERVER_WAIT: Duration = Duration::from_secs(60);
@@ -272,17 +117,11 @@ const LOCK_NAME: u64 = 0x6c6f_636b;
 /// lock, after the timed pairs.
 const LOCK_CHECK_ROUNDS: u64 = 10;
 
-/// Most rounds of the isolation run.
-const MAX_QOS_ROUNDS: u32 = 100;
-
 /// Size of the high-priority writes of the isolation run.
 const QOS_SIZE: u64 = 64;
 
 /// Size of each low-priority write of the isolation run.
 const QOS_LOAD_SIZE: u64 = 64 * 1024;
-
-/// Most low-priority processes accepted.
-const MAX_QOS_LOADERS: usize = 16;
 
 /// How long the low-priority load runs before the timed writes start.
 const QOS_SETTLE: Duration = Duration::from_millis(200);
@@ -293,30 +132,21 @@ const QOS_ENABLED: &str = "/sys/kernel/debug/lite/qos_enabled";
 /// This node's view of the cluster (debugfs): its alive peers.
 const MEMBERSHIP: &str = "/sys/kernel/debug/lite/membership";
 
-/// Live LMRs after each step of the memory region series.
-const REGION_STEPS: [usize; 4] = [1, 10, 100, 1000];
-
-/// Size of the LMRs of the memory region series' steps.
-const REGION_LMR_SIZE: u64 = 4096;
-
-/// The memory region series' last row: this many LMRs of
-/// [`REGION_LARGE_SIZE`].
-const REGION_LARGE_COUNT: usize = 100;
-
-/// Size of the LMRs of the memory region series' last row.
-const REGION_LARGE_SIZE: u64 = 64 * 1024;
+/// The steps of the memory region series: the size of the LMRs alive and
+/// how many; those of another size are freed first.
+const REGION_STEPS: [(u64, usize); 5] = [
+    (4096, 1),
+    (4096, 10),
+    (4096, 100),
+    (4096, 1000),
+    (64 * 1024, 100),
+];
 
 /// Size of each live LMR of the memory region curve.
 const CURVE_LMR_SIZE: u64 = 4096;
 
 /// Size of the operations of the memory region curve.
 const CURVE_OP_SIZE: usize = 64;
-
-/// Most live LMRs the memory region curve accepts.
-const MAX_CURVE_LMRS: u64 = 1_000_000;
-
-/// Largest LMR the memory region curve creates.
-const MAX_CREATE_SIZE: u64 = 4 << 30;
 
 /// Create/free pairs per size of the memory region curve: fewer for
 /// sizes from [`CREATE_LARGE_SIZE`] on (the native baseline's counts).
@@ -328,271 +158,30 @@ const CREATE_LARGE_SIZE: u64 = 16 << 20;
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
 
-/// Most processes of one step of the process curve.
-const MAX_CURVE_PROCESSES: u64 = 256;
+/// What a helper process does with its arguments: its last line, or why
+/// it failed.
+type HelperMain = fn(&[String]) -> Result<String, String>;
 
-/// What `--series` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Series {
-    /// Every series.
-    All,
-    /// Only the series the benchmark's interleaved rounds compare with the
-    /// native verbs baseline.
-    Latency,
-    /// Only the memory region curve.
-    Regions,
-    /// Only the process curve.
-    Processes,
-}
-
-#[derive(Clone)]
-struct Options {
-    cm: Ipv4Addr,
-    /// Which node holds the memory, as `--peer-node` said.
-    peer: PeerNode,
-    /// That node's id; for `this` and `other`, node 1 until the cluster met
-    /// at the first barrier, `peer` resolved from then on.
-    memory_node: u32,
-    iters: usize,
-    sizes: Vec<u64>,
-    bw_sizes: Vec<u64>,
-    async_sizes: Vec<u64>,
-    depths: Vec<usize>,
-    bw_bytes: u64,
-    rpc_sizes: Vec<u64>,
-    rpc_threads: Vec<usize>,
-    rpc_calls: usize,
-    qos_loaders: usize,
-    /// Interleaved rounds of the isolation run.
-    qos_rounds: u32,
-    /// Which series run (`--series`).
-    series: Series,
-    /// Operations of the latency series (`--ops`).
-    ops: Vec<Operation>,
-    /// The native baseline that takes turns with the latency series
-    /// (`--baseline`).
-    baseline: Option<String>,
-    /// Most operations of one side in a row with `--baseline`.
-    turn_ops: usize,
-    /// Live LMRs at each step of the memory region curve.
-    region_counts: Vec<usize>,
-    /// Sizes created and freed by the memory region curve.
-    create_sizes: Vec<u64>,
-    /// Processes at each step of the process curve.
-    process_counts: Vec<usize>,
-    /// Nodes contending for one lock, with `--contend`.
-    contend: Option<u32>,
-    /// Nodes of the cluster-size step, with `--scale`.
-    scale: Option<u32>,
-    /// Calls per peer of the all-to-all RPC with `--scale`.
-    scale_calls: usize,
-    contend_iters: usize,
-}
-
-/// The operations of the latency series, of which `--ops` picks.
-const LATENCY_OPS: [Operation; 5] = [
-    Operation::Write,
-    Operation::Read,
-    Operation::FetchAdd,
-    Operation::CompareSwp,
-    Operation::Rpc,
+/// The processes this program starts as copies of itself, by their first
+/// argument: each says its result, or `fail REASON`, on its last line.
+const HELPERS: [(&str, HelperMain); 2] = [
+    (LOAD_SUBCOMMAND, load_process),
+    (
+        process_curve::PROCESS_SUBCOMMAND,
+        process_curve::process_main,
+    ),
 ];
-
-/// A comma-separated list of names of [`LATENCY_OPS`].
-fn parse_latency_ops(text: &str) -> Result<Vec<Operation>, String> {
-    let find = |name: &str| LATENCY_OPS.into_iter().find(|op| op.to_string() == name);
-    text.split(',')
-        .map(|name| {
-            find(name).ok_or_else(|| {
-                format!(
-                    "unknown operation {name:?}: expected write, read, fetch_add, compare_swp \
-                     or rpc"
-                )
-            })
-        })
-        .collect()
-}
-
-impl Options {
-    /// Whether the latency series of `operation` runs.
-    fn runs(&self, operation: Operation) -> bool {
-        self.ops.contains(&operation)
-    }
-
-    /// Largest message the RPC server must accept; `None` without RPC
-    /// series.
-    fn rpc_max_size(&self) -> Option<u64> {
-        // The process curve's and the RPC throughput series' calls.
-        let throughput = (self.series == Series::Processes || !self.rpc_threads.is_empty())
-            .then_some(RPC_THROUGHPUT_SIZE);
-        self.rpc_sizes.iter().copied().chain(throughput).max()
-    }
-}
-
-/// A size list bounded by `max`; `none` for an empty list.
-fn parse_size_list(text: &str, max: u64) -> Result<Vec<u64>, String> {
-    if text == "none" {
-        return Ok(Vec::new());
-    }
-    let sizes = parse_positive_list(text)?;
-    match sizes.iter().find(|&&size| size > max) {
-        Some(size) => Err(format!("{size} is larger than {max}")),
-        None => Ok(sizes),
-    }
-}
-
-/// A comma-separated list of counts, each from 1 to `max`.
-fn parse_count_list(text: &str, max: u64) -> Result<Vec<usize>, String> {
-    // Bounded by `max`, which fits a usize.
-    parse_size_list(text, max).map(|counts| counts.into_iter().map(|n| n as usize).collect())
-}
-
-/// Option `name`'s value in `range`, `default` when it is not given.
-fn bounded<T>(
-    parsed: &Parsed,
-    name: &'static str,
-    default: T,
-    range: std::ops::RangeInclusive<T>,
-) -> Result<T, ArgError>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-    T::Err: std::fmt::Display,
-{
-    in_range(name, parsed.optional(name, default)?, range)
-}
-
-/// Option `name`'s value in `range` if it is given.
-fn bounded_if_given(
-    parsed: &Parsed,
-    name: &'static str,
-    range: std::ops::RangeInclusive<u32>,
-) -> Result<Option<u32>, ArgError> {
-    match parsed.get(name) {
-        Some(_) => Ok(Some(in_range(name, parsed.required(name)?, range)?)),
-        None => Ok(None),
-    }
-}
-
-fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
-    let peer = parsed.with("peer-node", PeerNode::Auto, |text| {
-        PeerNode::parse(text, lite::sys::MAX_NODES)
-    })?;
-    let max_depth = u64::from(sys::MAX_ASYNC_OPS);
-    let options = Options {
-        cm: parsed.required_with("cm", parse_cm_address)?,
-        peer,
-        memory_node: match peer {
-            PeerNode::Id(id) => id,
-            _ => 1,
-        },
-        iters: bounded(parsed, "iters", 1000, 1..=10_000_000)?,
-        sizes: parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
-            // Unlike the other lists, not `none`.
-            parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
-        })?,
-        bw_sizes: parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
-            parse_size_list(text, MAX_BW_SIZE)
-        })?,
-        async_sizes: parsed.with("async-sizes", vec![4096, 65536], |text| {
-            parse_size_list(text, sys::MAX_ASYNC_SIZE)
-        })?,
-        depths: parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
-            let depths = parse_positive_list(text)?;
-            match depths.iter().find(|&&depth| depth > max_depth) {
-                Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
-                // Bounded by MAX_ASYNC_OPS.
-                None => Ok(depths.into_iter().map(|d| d as usize).collect()),
-            }
-        })?,
-        bw_bytes: bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?,
-        rpc_sizes: parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
-            parse_size_list(text, sys::MAX_MESSAGE_SIZE)
-        })?,
-        rpc_threads: parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
-            parse_count_list(text, MAX_RPC_THREADS)
-        })?,
-        rpc_calls: bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?,
-        qos_loaders: bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?,
-        qos_rounds: bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?,
-        series: parsed.with("series", Series::All, |text| match text {
-            "all" => Ok(Series::All),
-            "latency" => Ok(Series::Latency),
-            "regions" => Ok(Series::Regions),
-            "processes" => Ok(Series::Processes),
-            _ => Err("expected all, latency, regions or processes".to_string()),
-        })?,
-        ops: parsed.with("ops", LATENCY_OPS.to_vec(), parse_latency_ops)?,
-        baseline: parsed.get("baseline").map(str::to_string),
-        turn_ops: bounded(parsed, "turn-ops", 10, 1..=10_000_000)?,
-        region_counts: parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
-            parse_count_list(text, MAX_CURVE_LMRS)
-        })?,
-        create_sizes: parsed.with(
-            "create-sizes",
-            vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
-            |text| parse_size_list(text, MAX_CREATE_SIZE),
-        )?,
-        process_counts: parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
-            parse_count_list(text, MAX_CURVE_PROCESSES)
-        })?,
-        contend: bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?,
-        scale: bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?,
-        scale_calls: bounded(parsed, "scale-calls", 200, 1..=10_000_000)?,
-        contend_iters: bounded(parsed, "contend-iters", 300, 1..=10_000_000)?,
-    };
-    // The asynchronous buffers hold one slot per operation in flight.
-    let async_span = options.async_sizes.iter().max().copied().unwrap_or(0)
-        * options.depths.iter().max().copied().unwrap_or(0) as u64;
-    if async_span > MAX_BW_SIZE {
-        let depths: Vec<String> = options.depths.iter().map(usize::to_string).collect();
-        return Err(invalid(
-            "depths",
-            &depths.join(","),
-            format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
-        ));
-    }
-    if let Some(command) = &options.baseline {
-        if options.series != Series::Latency || command.split_whitespace().next().is_none() {
-            return Err(invalid(
-                "baseline",
-                command,
-                "takes a command, and turns only with --series latency".to_string(),
-            ));
-        }
-    }
-    // `this` and `other` are resolved at the first barrier, which those
-    // runs do not reach with a memory node.
-    let resolved_late = match peer {
-        PeerNode::This => Some("this"),
-        PeerNode::Other => Some("other"),
-        _ => None,
-    };
-    if let Some(value) =
-        resolved_late.filter(|_| options.contend.is_some() || options.scale.is_some())
-    {
-        return Err(invalid(
-            "peer-node",
-            value,
-            "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
-        ));
-    }
-    Ok(options)
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.split_first() {
-        Some((subcommand, rest)) if subcommand == LOAD_SUBCOMMAND => return load_process(rest),
-        Some((subcommand, rest)) if subcommand == process_curve::PROCESS_SUBCOMMAND => {
-            return process_curve::process_main(rest)
-        }
-        _ => {}
+    let helper = args.split_first().and_then(|(first, rest)| {
+        let (_, helper) = HELPERS.iter().find(|(name, _)| name == first)?;
+        Some(helper(rest))
+    });
+    if let Some(outcome) = helper {
+        return say_and_exit(outcome.map_err(|reason| format!("fail {reason}")));
     }
-    let parsed = CLI.parse_env_or_exit();
-    let options = match parse_options(&parsed) {
-        Ok(options) => options,
-        Err(error) => CLI.exit_with(&error),
-    };
+    let options = CLI.config_or_exit(parse_options);
     let outcome = run(&options).map(|()| "LITE-BENCH: ok".to_string());
     say_and_exit(outcome.map_err(|reason| format!("LITE-BENCH: FAILED {reason}")))
 }
@@ -853,8 +442,8 @@ fn free(lmr: Lmr) -> Result<(), String> {
 }
 
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
-    let summary = summarize(samples).ok_or("no samples")?;
-    emit(&Record::Latency(latency(operation, size, &summary)));
+    let series = latency(operation, size, samples).ok_or("no samples")?;
+    emit(&Record::Latency(series));
     Ok(())
 }
 
@@ -956,7 +545,7 @@ fn measure_async(options: &Options) -> Result<(), String> {
     if largest == 0 || max_depth == 0 {
         return Ok(());
     }
-    // Bounded by MAX_BW_SIZE when parsed.
+    // Bounded by the largest memset/memcpy size when parsed.
     let span = largest * max_depth as u64;
     let node = options.memory_node;
     let lmr = alloc(node, span)?;
@@ -1172,23 +761,27 @@ fn echo(len: usize) -> Result<u64, String> {
     }
 }
 
-/// Waits until the memory node's RPC port is open.
-fn wait_for_server(node: u32) -> Result<(), String> {
+/// Runs `attempt` again every 100 ms while it is refused, for up to
+/// [`RPC_SERVER_WAIT`]: the memory node may still be opening what it serves.
+fn retry_while_refused<T>(mut attempt: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
     let deadline = Instant::now() + RPC_SERVER_WAIT;
     loop {
-        match rpc::query_port(node, RPC_PORT) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) && Instant::now() < deadline => {
+        match attempt() {
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(e) => {
-                return Err(format!(
-                    "query_port(node {node}, port {RPC_PORT}): {}",
-                    describe_error(&e)
-                ))
-            }
+            outcome => return outcome,
         }
     }
+}
+
+/// Waits until the memory node's RPC port is open.
+fn wait_for_server(node: u32) -> Result<(), String> {
+    let query = || rpc::query_port(node, RPC_PORT);
+    retry_while_refused(query).map_err(failed(format_args!(
+        "query_port(node {node}, port {RPC_PORT})"
+    )))?;
+    Ok(())
 }
 
 /// One echo call: `request` out, the same bytes back into `reply`.
@@ -1231,25 +824,15 @@ fn measure_kernel_messages(options: &Options) -> Result<(), String> {
     }
     let node = options.memory_node;
     kernel_messages::load(false)?;
-    let round_trips = |size, calls| {
-        kernel_messages::round_trips(node, size, calls).map_err(|e| {
-            let what = format!("{calls} kernel messages of {size} B to node {node}");
-            (e.kind(), format!("{what}: {}", describe_error(&e)))
-        })
-    };
+    let round_trips = |size, calls| kernel_messages::round_trips(node, size, calls);
+    let what = |size, calls| format!("{calls} kernel messages of {size} B to node {node}");
     // The memory node loads its module while this node starts measuring.
-    let deadline = Instant::now() + RPC_SERVER_WAIT;
-    while let Err((kind, e)) = round_trips(1, 1) {
-        if kind != std::io::ErrorKind::ConnectionRefused || Instant::now() >= deadline {
-            return Err(e);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    retry_while_refused(|| round_trips(1, 1)).map_err(failed(what(1, 1)))?;
     say(format_args!(
         "lite-bench: kernel messages to node {node}'s handler, {} round trips per size",
         options.iters
     ));
-    let round_trips = |size, calls| round_trips(size, calls).map_err(|(_, e)| e);
+    let round_trips = |size, calls| round_trips(size, calls).map_err(failed(what(size, calls)));
     for size in sizes {
         round_trips(size, WARMUP_OPS)?;
         report(
@@ -1744,33 +1327,29 @@ fn measure_qos(options: &Options) -> Result<(), String> {
             } else {
                 (QosPhase::Loaded, QosPhase::Unloaded)
             };
-            let off = (round == 1).then_some((round, QosPhase::Loaded, false));
-            [Some((round, first, true)), Some((round, second, true)), off]
+            let off = (round == 1).then_some((QosPhase::Loaded, false));
+            [Some((first, true)), Some((second, true)), off]
+                .into_iter()
+                .flatten()
+                .map(move |(phase, qos)| QosStep { round, phase, qos })
         })
-        .flatten()
-        .try_for_each(|(round, phase, qos)| qos_phase(options, &lmr, round, phase, qos));
+        .try_for_each(|step| qos_phase(options, &lmr, step));
     let restored = set_qos(initial);
     let reset = set_priority(previous).map(drop);
     outcome.and(restored).and(reset)?;
     free(lmr)
 }
 
-fn qos_phase(
-    options: &Options,
-    lmr: &Lmr,
-    round: u32,
-    phase: QosPhase,
-    qos: bool,
-) -> Result<(), String> {
-    set_qos(qos)?;
+fn qos_phase(options: &Options, lmr: &Lmr, step: QosStep) -> Result<(), String> {
+    set_qos(step.qos)?;
     // A pattern of its own per phase, so the check sees this phase's writes.
-    let loaded = phase == QosPhase::Loaded;
+    let loaded = step.phase == QosPhase::Loaded;
     let seed = pattern::seed(&[
         u64::from(options.memory_node),
         QOS_SIZE,
-        u64::from(qos),
+        u64::from(step.qos),
         u64::from(loaded),
-        u64::from(round),
+        u64::from(step.round),
     ]);
     let mut data = vec![0u8; QOS_SIZE as usize];
     pattern::fill(seed, 0, &mut data);
@@ -1805,49 +1384,35 @@ fn qos_phase(
         seed,
         "high-priority writes",
     )?;
-    let result = QosResult {
-        round,
-        phase,
-        qos,
-        size: QOS_SIZE,
-        latency: summarize(&samples).ok_or("no samples")?,
-        p99: p99(&samples).ok_or("no samples")?,
-        load_size: QOS_LOAD_SIZE,
-        load,
-        throttled: after.saturating_sub(before),
-    };
-    emit(&result.record());
-    for (index, report) in result.load.iter().enumerate() {
-        emit(&result.load_record(index + 1, report));
-    }
+    let timed = (QOS_SIZE, &samples[..], after.saturating_sub(before));
+    let records = qos_records(step, timed, (QOS_LOAD_SIZE, &load)).ok_or("no samples")?;
+    records.iter().for_each(emit);
     Ok(())
 }
 
-/// Memory regions as live LMRs grow: LMRs of [`REGION_LMR_SIZE`],
-/// alternately on this node and on the memory node, are allocated and kept
-/// until each of [`REGION_STEPS`] is alive, then, those freed,
-/// [`REGION_LARGE_COUNT`] of [`REGION_LARGE_SIZE`]; each step reports this
-/// node's resources file right after its allocations.
+/// Memory regions as live LMRs grow: LMRs alternately on this node and on
+/// the memory node are allocated and kept until each step of
+/// [`REGION_STEPS`] is alive; each step reports this node's resources file
+/// right after its allocations.
 fn measure_regions(options: &Options, me: u32) -> Result<(), String> {
     let peer = options.memory_node;
     // A kernel without the file fails here, before allocating anything.
     read_region_counters()?;
     say(format_args!(
-        "lite-bench: memory regions with {REGION_STEPS:?} LMRs of {REGION_LMR_SIZE} B, then \
-         {REGION_LARGE_COUNT} of {REGION_LARGE_SIZE} B, alternately on this node {me} and on \
-         node {peer}"
+        "lite-bench: memory regions with (size, LMRs) {REGION_STEPS:?}, alternately on this \
+         node {me} and on node {peer}"
     ));
     let started = Instant::now();
-    let mut small = Vec::new();
-    for count in REGION_STEPS {
-        alloc_alternately(&mut small, count, REGION_LMR_SIZE, me, peer)?;
-        report_regions(REGION_LMR_SIZE, small.len())?;
+    let (mut lmrs, mut lmr_size) = (Vec::new(), 0);
+    for (size, count) in REGION_STEPS {
+        if size != lmr_size {
+            free_all(std::mem::take(&mut lmrs))?;
+            lmr_size = size;
+        }
+        alloc_alternately(&mut lmrs, count, size, me, peer)?;
+        report_regions(size, lmrs.len())?;
     }
-    free_all(small)?;
-    let mut large = Vec::new();
-    alloc_alternately(&mut large, REGION_LARGE_COUNT, REGION_LARGE_SIZE, me, peer)?;
-    report_regions(REGION_LARGE_SIZE, large.len())?;
-    free_all(large)?;
+    free_all(lmrs)?;
     say(format_args!(
         "lite-bench: memory region series took {:.1} s",
         started.elapsed().as_secs_f64()
@@ -1905,14 +1470,8 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
                 }
             }
             for (series, times) in [(operation, &samples), (on_first, &first)] {
-                let summary = summarize(times).ok_or("no samples")?;
-                emit(&region_record(
-                    series,
-                    CURVE_OP_SIZE as u64,
-                    Some(count),
-                    &summary,
-                    times,
-                ));
+                let record = region_record(series, CURVE_OP_SIZE as u64, Some(count), times);
+                emit(&record.ok_or("no samples")?);
             }
         }
     }
@@ -1937,8 +1496,7 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
             (Operation::RegionCreate, &create),
             (Operation::RegionFree, &release),
         ] {
-            let summary = summarize(samples).ok_or("no samples")?;
-            emit(&region_record(operation, size, None, &summary, samples));
+            emit(&region_record(operation, size, None, samples).ok_or("no samples")?);
         }
     }
     say(format_args!(
@@ -2017,13 +1575,9 @@ fn read_region_counters() -> Result<[u64; 4], String> {
 /// `ready` once it is writing, stops when its stdin closes and then says
 /// [`LoadReport::line`] (or `fail REASON`).
 fn spawn_loader(node: u32) -> Result<Piped, String> {
-    let args = [
-        LOAD_SUBCOMMAND.to_string(),
-        node.to_string(),
-        QOS_LOAD_SIZE.to_string(),
-    ];
     // A closed stdin makes it stop; it ends within one write.
-    Piped::spawn_self(&args, "a load process", true)
+    let args: [&dyn Display; 2] = [&node, &QOS_LOAD_SIZE];
+    Piped::spawn_self(LOAD_SUBCOMMAND, &args, "a load process", true)
 }
 
 /// What load process `loader` did, once it stopped.
@@ -2039,20 +1593,15 @@ fn load_report(loader: &mut Piped) -> Result<LoadReport, String> {
 
 /// `lite-bench __qos-load NODE SIZE`: a low-priority process of the
 /// isolation run.
-fn load_process(args: &[String]) -> ExitCode {
+fn load_process(args: &[String]) -> Result<String, String> {
     let parsed = match args {
         [node, size] => node.parse::<u32>().ok().zip(size.parse::<u64>().ok()),
         _ => None,
     };
-    let outcome = match parsed {
-        Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size),
+    match parsed {
+        Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size).map(|r| r.line()),
         _ => Err(format!("usage: lite-bench {LOAD_SUBCOMMAND} NODE SIZE")),
-    };
-    say_and_exit(
-        outcome
-            .map(|report| report.line())
-            .map_err(|reason| format!("fail {reason}")),
-    )
+    }
 }
 
 /// Writes `size` bytes to an LMR on `node` at low priority, again and
@@ -2091,19 +1640,4 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
         bytes: ops * size,
         elapsed_us: end.saturating_sub(start) as f64 / 1000.0,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_latency_ops, Operation, LATENCY_OPS};
-
-    #[test]
-    fn latency_ops_name_the_series_that_run() {
-        let two = parse_latency_ops("read,fetch_add");
-        assert_eq!(two, Ok(vec![Operation::Read, Operation::FetchAdd]));
-        let all = parse_latency_ops("write,read,fetch_add,compare_swp,rpc");
-        assert_eq!(all, Ok(LATENCY_OPS.to_vec()));
-        assert!(parse_latency_ops("write,memset").is_err());
-        assert!(parse_latency_ops("").is_err());
-    }
 }

@@ -3,6 +3,7 @@
 //! and the isolation run's load processes.
 
 use std::ffi::OsStr;
+use std::fmt::Display;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 
@@ -53,14 +54,17 @@ impl Piped {
         }
     }
 
-    /// Starts this program again, with `args` that name one of its
-    /// subcommands.
+    /// Starts this program again as its helper process `subcommand`, with
+    /// `args`.
     pub(crate) fn spawn_self(
-        args: &[String],
+        subcommand: &str,
+        args: &[&dyn Display],
         what: &'static str,
         ends_when_closed: bool,
     ) -> Result<Piped, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let args = args.iter().map(ToString::to_string);
+        let args = std::iter::once(subcommand.to_string()).chain(args);
         Piped::spawn(exe, args, what, ends_when_closed)
     }
 

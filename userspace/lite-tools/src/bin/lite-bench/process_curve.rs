@@ -9,8 +9,8 @@
 //! baseline (`lite-verbs-bench --processes`) opens one queue pair and
 //! registers its memory regions in every process.
 
+use std::fmt::Display;
 use std::io::BufRead;
-use std::process::ExitCode;
 
 use lite::Priority;
 use lite_bench_record::Record;
@@ -20,7 +20,7 @@ use lite_tools::{pattern, say};
 
 use super::piped::Piped;
 use super::{
-    alloc, echo_call, failed, free, micros_since, read_region_counters, say_and_exit, verify_lmr,
+    alloc, echo_call, failed, free, micros_since, read_region_counters, verify_lmr,
     wait_for_server, WARMUP_OPS,
 };
 
@@ -72,7 +72,7 @@ fn step(
         let took = line
             .strip_prefix("done ")
             .and_then(|us| us.parse::<f64>().ok())
-            .ok_or_else(|| format!("a {workload} process said \"{line}\""))?;
+            .ok_or_else(|| format!("a {} process said \"{line}\"", workload.name()))?;
         slowest_us = slowest_us.max(took);
     }
     let elapsed_us = micros_since(began);
@@ -90,35 +90,23 @@ fn step(
 
 /// One process of a step.
 fn spawn_worker(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Piped, String> {
-    let args = [
-        PROCESS_SUBCOMMAND.to_string(),
-        workload.to_string(),
-        node.to_string(),
-        iters.to_string(),
-    ];
-    Piped::spawn_self(&args, "a process of the curve", false)
+    let args: [&dyn Display; 3] = [&workload.name(), &node, &iters];
+    Piped::spawn_self(PROCESS_SUBCOMMAND, &args, "a process of the curve", false)
 }
 
 /// `lite-bench __process write|rpc NODE ITERS`: one process of the curve.
 /// Says `ready` once warmed up, waits for `go` on stdin, then says `done
 /// MICROSECONDS` (or `fail REASON`).
-pub(crate) fn process_main(args: &[String]) -> ExitCode {
+pub(crate) fn process_main(args: &[String]) -> Result<String, String> {
     let parsed = match args {
-        [workload, node, iters] => workload
-            .parse::<ProcessWorkload>()
-            .ok()
+        [workload, node, iters] => ProcessWorkload::from_name(workload)
             .zip(node.parse::<u32>().ok())
             .zip(iters.parse::<usize>().ok().filter(|&n| n > 0)),
         _ => None,
     };
-    let outcome = match parsed {
-        Some(((workload, node), iters)) => run_process(workload, node, iters),
-        None => Err(format!(
-            "usage: lite-bench {PROCESS_SUBCOMMAND} write|rpc NODE ITERS"
-        )),
-    };
-    let outcome = outcome.map(|took_us| format!("done {took_us:.2}"));
-    say_and_exit(outcome.map_err(|reason| format!("fail {reason}")))
+    let ((workload, node), iters) = parsed
+        .ok_or_else(|| format!("usage: lite-bench {PROCESS_SUBCOMMAND} write|rpc NODE ITERS"))?;
+    run_process(workload, node, iters).map(|took_us| format!("done {took_us:.2}"))
 }
 
 /// Warms up, says `ready`, waits for `go`, and returns how long `iters`
