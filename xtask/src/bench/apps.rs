@@ -112,10 +112,7 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
         Range::of(&times)
     };
     let sizes: BTreeSet<usize> = runs.iter().map(|r| r.cluster).collect();
-    let show = |m: Option<Range>| match m {
-        Some(r) => format!("{:.3} ({:.3}-{:.3})", r.median, r.min, r.max),
-        None => "-".to_string(),
-    };
+    let show = |m: Option<Range>| m.map_or("-".to_string(), |r| r.show(3));
     let speedup = |slow: Option<Range>, fast: Option<Range>| match (slow, fast) {
         (Some(s), Some(f)) if f.median > 0.0 => format!("{:.2}x", s.median / f.median),
         _ => "-".to_string(),

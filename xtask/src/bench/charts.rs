@@ -5,6 +5,7 @@
 //! memory region curve, lock times and the isolation run. Text is laid out with the DejaVu Sans font (package
 //! fonts-dejavu-core), loaded once.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -523,8 +524,7 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
             &r.pair,
         ));
     }
-    let mut contenders: Vec<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
-    contenders.dedup();
+    let contenders: BTreeSet<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
     for count in contenders {
         let all: Vec<f64> = m
             .lock_samples

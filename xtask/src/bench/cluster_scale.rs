@@ -7,6 +7,8 @@
 //! gets a quarter of a core: the aggregate throughput measures LITE's
 //! protocol under that limit, not how it would scale on real machines.
 
+use std::collections::BTreeSet;
+
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::report::{say_curve, Table};
@@ -26,8 +28,7 @@ pub struct ClusterSize {
 
 /// The cluster sizes measured, ascending.
 pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
-    let mut nodes: Vec<u64> = m.cluster_scale.keys().map(|&(n, _)| n).collect();
-    nodes.dedup();
+    let nodes: BTreeSet<u64> = m.cluster_scale.keys().map(|&(n, _)| n).collect();
     nodes
         .into_iter()
         .map(|n| {

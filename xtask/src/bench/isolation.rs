@@ -6,6 +6,8 @@
 //! minutes apart would take for an effect of the load. The verdict takes
 //! the median ratio over the rounds, as the latency comparison does.
 
+use std::collections::BTreeSet;
+
 use super::parse::{Qos, QosRows, Spread};
 use super::report::{cell, ratio_cell, spread_cell, Table};
 use super::rounds::{Range, Verdict};
@@ -24,10 +26,8 @@ fn find<'a>(rows: &'a QosRows, round: u32, phase: &str, qos: &str) -> Option<&'a
 }
 
 /// The rounds `rows` hold, in order.
-fn rounds(rows: &QosRows) -> Vec<u32> {
-    let mut rounds: Vec<u32> = rows.keys().map(|key| key.0).collect();
-    rounds.dedup();
-    rounds
+fn rounds(rows: &QosRows) -> BTreeSet<u32> {
+    rows.keys().map(|key| key.0).collect()
 }
 
 /// The loaded/unloaded median ratio with QoS `qos` of every round that

@@ -1182,16 +1182,13 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
     }
 
     #[test]
-    fn columns_split_rows_of_one_width() {
+    fn perftest_rows_are_numbers_under_a_byte_count() {
+        // Rows of one width.
         let row = " 64\t1000   2.5 \r";
         assert_eq!(columns::<3>(row), Some(["64", "1000", "2.5"]));
         assert_eq!(columns::<3>("64 1000"), None);
         assert_eq!(columns::<2>("64 1000 2.5"), None);
         assert_eq!(columns::<1>(""), None);
-    }
-
-    #[test]
-    fn perftest_rows_are_numbers_under_a_byte_count() {
         // As perftest 4.5 prints them, tabs included.
         let row = " 65536      256              25.10              25.10  \t\t   0.000402";
         let numbers = Some([65536.0, 256.0, 25.1, 25.1, 0.000402]);

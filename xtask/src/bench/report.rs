@@ -542,8 +542,7 @@ pub fn lock_table(m: &Measurements) -> Vec<String> {
         lines.push("(no lock records in the guest logs)".to_string());
         return lines;
     }
-    let mut groups: Vec<u32> = m.locks.keys().map(|key| key.0).collect();
-    groups.dedup();
+    let groups: BTreeSet<u32> = m.locks.keys().map(|key| key.0).collect();
     let mut notes = Vec::new();
     for contenders in groups {
         let group: Vec<&Lock> = m
@@ -690,23 +689,18 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
 pub fn regions_table(m: &Measurements) -> Vec<String> {
-    let table = Table::new(">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB");
-    let mut lines = vec![
-        "LMRs alive, half of them (every other one) on this node and half on the other; \
-         counters read right after each step's allocations"
-            .to_string(),
-        table.header(),
-    ];
-    if m.regions.is_empty() {
-        lines.push("(no regions records in the guest logs)".to_string());
-        return lines;
-    }
-    lines.extend(m.regions.values().map(|r| {
+    let note = "LMRs alive, half of them (every other one) on this node and half on the other; \
+                counters read right after each step's allocations";
+    let spec = ">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB";
+    let mut lines = Table::noted(&[note], spec).lines(m.regions.values().map(|r| {
         let counts = [r.lmrs, r.size, r.memory_regions, r.pool_segments];
         let mut cells = counts.map(|count| count.to_string()).to_vec();
         cells.push(format!("{:.2}", r.pool_bytes as f64 / MIB));
-        table.line(cells)
+        cells
     }));
+    if m.regions.is_empty() {
+        lines.push("(no regions records in the guest logs)".to_string());
+    }
     lines
 }
 

@@ -159,16 +159,6 @@ pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
         .collect()
 }
 
-/// A median with its range, to one decimal (times) or two (`ratio`).
-fn span(range: &Range, ratio: bool) -> String {
-    let Range { median, min, max } = range;
-    if ratio {
-        format!("{median:.2} ({min:.2}-{max:.2})")
-    } else {
-        format!("{median:.1} ({min:.1}-{max:.1})")
-    }
-}
-
 /// The CPU table, one string per line.
 pub fn cpu_table(figures: &[Figure]) -> Vec<String> {
     let note = "busy CPU time of the whole VM (kernel threads included) per operation of the \
@@ -178,8 +168,7 @@ pub fn cpu_table(figures: &[Figure]) -> Vec<String> {
         "<8 VM|>6 rounds||>20 native (min-max)||>20 LITE (min-max)||>20 LITE/native (min-max)",
     );
     table.lines(figures.iter().map(|f| {
-        let ranges = [(&f.native, false), (&f.lite, false), (&f.ratio, true)];
-        let cells = ranges.map(|(range, ratio)| span(range, ratio));
+        let cells = [f.native.show(1), f.lite.show(1), f.ratio.show(2)];
         [f.op.clone(), f.rounds.to_string()]
             .into_iter()
             .chain(cells)
@@ -215,6 +204,12 @@ impl Range {
             min: *sorted.first()?,
             max: *sorted.last()?,
         })
+    }
+
+    /// `median (min-max)`, each with `decimals` decimals.
+    pub fn show(&self, decimals: usize) -> String {
+        let Range { median, min, max } = self;
+        format!("{median:.decimals$} ({min:.decimals$}-{max:.decimals$})")
     }
 }
 
@@ -338,9 +333,9 @@ pub fn table(figures: &[Figure]) -> Vec<String> {
             f.op.clone(),
             f.size.to_string(),
             f.rounds.to_string(),
-            span(&f.native, false),
-            span(&f.lite, false),
-            span(&f.ratio, true),
+            f.native.show(1),
+            f.lite.show(1),
+            f.ratio.show(2),
             f.target.map_or("-".to_string(), |t| format!("{t:.2}")),
             f.verdict().map_or("-", Verdict::describe).to_string(),
         ]
