@@ -218,16 +218,6 @@ mod tests {
     }
 
     #[test]
-    fn the_table_lines_up_lite_and_native_per_step() {
-        let wanted = [
-            "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
-            "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
-            "RPC 4 - 4000 - - - 4 - 12",
-        ];
-        assert_rows(&table(&measured(PROCESS_CURVE_LOG)), &wanted);
-    }
-
-    #[test]
     fn the_verdict_takes_the_median_ratio_with_many_processes() {
         assert_eq!(verdict(&Measurements::default()), None);
         // The fixture has no step of 8 or more processes.
@@ -277,13 +267,20 @@ mod tests {
     }
 
     #[test]
-    fn the_chart_plots_both_sides() {
-        let drawn = charts(&measured(PROCESS_CURVE_LOG));
+    fn the_table_and_chart_line_up_lite_and_native_per_step() {
+        let m = measured(PROCESS_CURVE_LOG);
+        let drawn = charts(&m);
         assert_eq!(drawn.len(), 1);
         let names: Vec<&str> = drawn[0].series.iter().map(|s| s.0.as_str()).collect();
         let sides = ["LITE write", "native verbs write", "native verbs RPC"];
         assert_eq!(names, sides);
         assert_eq!(drawn[0].series[0].1, [(1.0, 4000.0), (4.0, 8000.0)]);
         assert!(charts(&Measurements::default()).is_empty());
+        let wanted = [
+            "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
+            "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
+            "RPC 4 - 4000 - - - 4 - 12",
+        ];
+        assert_rows(&table(&m), &wanted);
     }
 }

@@ -241,18 +241,6 @@ mod tests {
     use crate::bench::parse::tests::{assert_has, assert_rows, measured, REGION_CURVE_LOG};
 
     #[test]
-    fn the_table_lines_up_lite_and_native_per_step() {
-        let wanted = [
-            "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
-            "write 100000 64 - 210.0 - 420.0 - - -",
-            "read 100000 64 230.0 - 450.0 - - - -",
-            "create 4096 - 60.0 - 80.0 -",
-            "create 1073741824 900000.0 - 1.0 - -",
-        ];
-        assert_rows(&table(&measured(REGION_CURVE_LOG)), &wanted);
-    }
-
-    #[test]
     fn the_verdict_compares_slowdowns_against_the_first_region() {
         assert_eq!(verdict(&Measurements::default()), None);
         // No first-region series in the fixture: not measured.
@@ -292,8 +280,17 @@ mod tests {
     }
 
     #[test]
-    fn the_charts_plot_both_sides() {
-        let drawn = charts(&measured(REGION_CURVE_LOG));
+    fn the_table_and_charts_line_up_lite_and_native_per_step() {
+        let wanted = [
+            "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
+            "write 100000 64 - 210.0 - 420.0 - - -",
+            "read 100000 64 230.0 - 450.0 - - - -",
+            "create 4096 - 60.0 - 80.0 -",
+            "create 1073741824 900000.0 - 1.0 - -",
+        ];
+        let m = measured(REGION_CURVE_LOG);
+        assert_rows(&table(&m), &wanted);
+        let drawn = charts(&m);
         assert_eq!(drawn.len(), 2);
         let latency = &drawn[0];
         assert_eq!(latency.name, "regions-latency");
