@@ -7,12 +7,14 @@
 //! each version, LITE's speedup over both, and the lines of the
 //! applications' code that touch LITE.
 
+use std::collections::BTreeSet;
+
 use anyhow::Result;
 
 use super::parse::{number, Fields};
 use super::report::{say_indented, Table};
 use super::rounds::Range;
-use super::run::{Phase, Setup};
+use super::run::{Phase, Setup, APPS_VMS};
 use crate::paths::repo_root;
 use crate::ui;
 
@@ -75,7 +77,7 @@ pub fn parse_app_runs(text: &str, cluster: usize) -> Vec<AppRun> {
 pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
     let roles = vec![APPS_ROLE.to_string(); nodes];
     let args = vec![format!("lite.approunds={APP_ROUNDS}")];
-    setup.boot_apps(&format!("apps{nodes}"), roles, args)
+    setup.boot_each(&format!("apps{nodes}"), roles, args, false, APPS_VMS)
 }
 
 /// The applications' table, one string per line: per job and cluster size,
@@ -109,22 +111,15 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
             .collect();
         Range::of(&times)
     };
-    let mut sizes: Vec<usize> = runs.iter().map(|r| r.cluster).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let show = |m: Option<Range>| match m {
-        Some(r) => format!("{:.3} ({:.3}-{:.3})", r.median, r.min, r.max),
-        None => "-".to_string(),
-    };
+    let sizes: BTreeSet<usize> = runs.iter().map(|r| r.cluster).collect();
+    let show = |m: Option<Range>| m.map_or("-".to_string(), |r| r.show(3));
     let speedup = |slow: Option<Range>, fast: Option<Range>| match (slow, fast) {
         (Some(s), Some(f)) if f.median > 0.0 => format!("{:.2}x", s.median / f.median),
         _ => "-".to_string(),
     };
     for job in JOBS {
         for &nodes in &sizes {
-            let local = cell(job, "local", nodes);
-            let tcp = cell(job, "tcp", nodes);
-            let lite = cell(job, "lite", nodes);
+            let [local, tcp, lite] = TRANSPORTS.map(|transport| cell(job, transport, nodes));
             if tcp.is_none() && lite.is_none() {
                 continue;
             }
@@ -213,17 +208,12 @@ LITE-APP app=broken
 ";
 
     #[test]
-    fn parses_every_well_formed_line() {
-        let runs = parse_app_runs(LOG, 2);
-        assert_eq!(runs.len(), 5);
-        assert_eq!(runs[0].app, "wordcount");
-        assert_eq!(runs[0].seconds, 0.5);
-        assert!(!runs[4].checked);
-    }
-
-    #[test]
     fn the_table_compares_medians_and_names_failed_checks() {
+        // Every well-formed line.
         let mut runs = parse_app_runs(LOG, 2);
+        assert_eq!(runs.len(), 5);
+        assert_eq!((runs[0].app.as_str(), runs[0].seconds), ("wordcount", 0.5));
+        assert!(!runs[4].checked);
         // A 4-VM phase's local run is not the 2-VM phase's baseline.
         runs.extend(parse_app_runs(
             "LITE-APP app=wordcount transport=local nodes=1 work=1 unit=bytes seconds=99 per_s=0 checked=yes",

@@ -5,6 +5,7 @@
 //! memory region curve, lock times and the isolation run. Text is laid out with the DejaVu Sans font (package
 //! fonts-dejavu-core), loaded once.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -368,30 +369,17 @@ pub(super) fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64
     points
 }
 
-/// The latency charts: the operation, its title, and the perftest test it
-/// is shown beside with the factor that makes perftest's time comparable
-/// and what that is called.
-const LATENCY_CHARTS: [(&str, &str, &str, f64, &str); 3] = [
-    (
-        "write",
-        "Synchronous RDMA write",
-        "write",
-        1.0,
-        "perftest (half a busy-polling ping-pong)",
-    ),
-    (
-        "read",
-        "Synchronous RDMA read",
-        "read",
-        1.0,
-        "perftest (half a busy-polling ping-pong)",
-    ),
+/// The latency charts: the operation, its title, and the perftest latency
+/// test it is shown beside with the factor that makes perftest's time
+/// comparable (2 for a round trip: perftest reports half a ping-pong).
+const LATENCY_CHARTS: [(&str, &str, &str, f64); 3] = [
+    ("write", "Synchronous RDMA write", "write", 1.0),
+    ("read", "Synchronous RDMA read", "read", 1.0),
     (
         "rpc",
         "RPC round trip (request and reply of the same size)",
         "send",
         2.0,
-        "perftest ib_send_lat x2 (busy polling)",
     ),
 ];
 
@@ -399,7 +387,12 @@ const LATENCY_CHARTS: [(&str, &str, &str, f64, &str); 3] = [
 pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
     let figures: Vec<Figure> = rounds::figures(&m.rounds);
     let mut lines = Vec::new();
-    for (op, title, perftest_op, perftest_factor, perftest_name) in LATENCY_CHARTS {
+    for (op, title, perftest_op, perftest_factor) in LATENCY_CHARTS {
+        let perftest_name = if perftest_factor == 1.0 {
+            "perftest (half a busy-polling ping-pong)".to_string()
+        } else {
+            format!("perftest ib_{perftest_op}_lat x{perftest_factor} (busy polling)")
+        };
         let compared = figures.iter().filter(|f| f.op == op);
         let lite = by_size(compared.clone().map(|f| (f.size, f.lite.median)));
         let native = by_size(compared.map(|f| (f.size, f.native.median)));
@@ -414,7 +407,7 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
             ("LITE (rounds)".to_string(), lite),
             ("native verbs, same wait (rounds)".to_string(), native),
             ("LITE (one-off series)".to_string(), one_off),
-            (perftest_name.to_string(), perftest),
+            (perftest_name, perftest),
         ];
         lines.extend(LineChart::of(
             &format!("latency-{op}"),
@@ -531,8 +524,7 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
             &r.pair,
         ));
     }
-    let mut contenders: Vec<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
-    contenders.dedup();
+    let contenders: BTreeSet<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
     for count in contenders {
         let all: Vec<f64> = m
             .lock_samples
@@ -586,35 +578,18 @@ mod tests {
 
     #[test]
     fn charts_are_drawn_as_svg_and_png() {
+        use crate::bench::parse::tests::{LOCK_LOG, QOS_LOG};
         let mut m = Measurements::default();
-        m.add_log("node2", crate::bench::rounds::tests::NODE2);
+        let node2 = crate::bench::rounds::tests::NODE2;
+        m.add_log("node2", &format!("{node2}{LOCK_LOG}{QOS_LOG}"));
         let (lines, ranges) = charts(&m);
         let names: Vec<&str> = lines.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["latency-write", "latency-rpc"]);
-        assert_eq!(ranges.len(), 1);
-        let ratios = &ranges[0];
-        assert_eq!(ratios.entries.len(), 2);
-        let temp = crate::fsutil::TempDir::new("lite-charts").expect("a directory");
-        let dir = temp.path();
-        let svg = lines[0].draw(dir).expect("latency chart");
-        let text = std::fs::read_to_string(&svg).expect("svg");
-        assert_has(&text, "<svg");
-        assert_has(&text, "LITE (rounds)");
-        let png = std::fs::read(dir.join("latency-write.png")).expect("png");
-        assert_eq!(&png[1..4], b"PNG");
-        ratios.draw(dir).expect("ratio chart");
-        assert!(dir.join("ratios.png").exists());
-    }
-
-    #[test]
-    fn locks_and_isolation_get_range_charts() {
-        use crate::bench::parse::tests::{LOCK_LOG, QOS_LOG};
-        let mut m = Measurements::default();
-        m.add_log("node2", &format!("{LOCK_LOG}{QOS_LOG}"));
-        let (_, ranges) = charts(&m);
         let names: Vec<&str> = ranges.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["locks", "isolation"]);
-        let locks = &ranges[0];
+        assert_eq!(names, ["ratios", "locks", "isolation"]);
+        assert_eq!(ranges[0].entries.len(), 2);
+        assert_eq!(ranges[0].reference, Some(1.0));
+        let locks = &ranges[1];
         let labels: Vec<&str> = locks.entries.iter().map(|e| e.0.as_str()).collect();
         let pairs = "uncontended pair, home on another node; uncontended pair, home on own node";
         let want = format!("{pairs}; acquire, 4 nodes contending");
@@ -623,12 +598,19 @@ mod tests {
         // Every contending node's samples together (the broken one left out).
         let contended = &locks.entries[2];
         assert!(contended.2 <= contended.1 && contended.1 <= contended.3);
-        assert!(ranges[1].entries.len() >= 2);
-        assert!(ranges.iter().all(|r| r.reference.is_none()));
-        let dir = crate::fsutil::TempDir::new("lite-range-charts").expect("a directory");
+        assert!(ranges[2].entries.len() >= 2);
+        assert!(ranges[1..].iter().all(|r| r.reference.is_none()));
+        let temp = crate::fsutil::TempDir::new("lite-charts").expect("a directory");
+        let dir = temp.path();
+        let svg = lines[0].draw(dir).expect("latency chart");
+        let text = std::fs::read_to_string(&svg).expect("svg");
+        assert_has(&text, "<svg");
+        assert_has(&text, "LITE (rounds)");
+        let png = std::fs::read(dir.join("latency-write.png")).expect("png");
+        assert_eq!(&png[1..4], b"PNG");
         for chart in &ranges {
-            chart.draw(dir.path()).expect("range chart");
-            assert!(dir.path().join(format!("{}.png", chart.name)).exists());
+            chart.draw(dir).expect("range chart");
+            assert!(dir.join(format!("{}.png", chart.name)).exists());
         }
     }
 }

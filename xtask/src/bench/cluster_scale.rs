@@ -7,6 +7,8 @@
 //! gets a quarter of a core: the aggregate throughput measures LITE's
 //! protocol under that limit, not how it would scale on real machines.
 
+use std::collections::BTreeSet;
+
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::report::{say_curve, Table};
@@ -26,8 +28,7 @@ pub struct ClusterSize {
 
 /// The cluster sizes measured, ascending.
 pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
-    let mut nodes: Vec<u64> = m.cluster_scale.keys().map(|&(n, _)| n).collect();
-    nodes.dedup();
+    let nodes: BTreeSet<u64> = m.cluster_scale.keys().map(|&(n, _)| n).collect();
     nodes
         .into_iter()
         .map(|n| {
@@ -62,23 +63,21 @@ fn millis(value: Option<Range>) -> [String; 2] {
 
 /// The curve as table lines, one row per cluster size.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table::new(
+    let note =
+        "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
+                barrier of all N (each node's median, ms: median and range over the nodes), and \
+                64 B RPC from every node to every other at once (calls per second of all nodes)";
+    let table = Table::noted(
+        &[note],
         "<6 nodes|>9 reported|>9 join ms|>13 join range|>12 barrier ms|>13 barrier range|\
          >14 all-to-all/s",
     );
-    let mut lines = vec![
-        "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
-         barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
-         RPC from every node to every other at once (calls per second of all nodes)"
-            .to_string(),
-    ];
-    lines.extend(table.lines(sizes(m).into_iter().map(|size| {
+    table.lines(sizes(m).into_iter().map(|size| {
         let counts = [size.nodes.to_string(), size.reported.to_string()];
         let times = [millis(size.join_ms), millis(size.barrier_ms)].concat();
         let calls = format!("{:.0}", size.rpc_calls_per_s);
         counts.into_iter().chain(times).chain([calls])
-    })));
-    lines
+    }))
 }
 
 /// Prints the curve's table and summary; `barriers` timed per node and

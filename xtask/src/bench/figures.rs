@@ -77,32 +77,25 @@ impl Figures {
         value: f64,
         spread: Option<(f64, f64)>,
     ) {
-        if !value.is_finite() {
-            return;
+        let (low, high) = spread.unzip();
+        if value.is_finite() {
+            let unit = unit.to_string();
+            self.0.push(Figure {
+                key,
+                unit,
+                better,
+                value,
+                low,
+                high,
+            });
         }
-        self.0.push(Figure {
-            key,
-            unit: unit.to_string(),
-            better,
-            value,
-            low: spread.map(|s| s.0),
-            high: spread.map(|s| s.1),
-        });
-    }
-
-    /// Adds a figure that is better lower (times, ratios of times, counts).
-    fn lower(&mut self, key: String, unit: &str, value: f64, spread: Option<(f64, f64)>) {
-        self.add(Better::Lower, key, unit, value, spread);
-    }
-
-    /// Adds a figure that is better higher (throughputs).
-    fn higher(&mut self, key: String, unit: &str, value: f64, spread: Option<(f64, f64)>) {
-        self.add(Better::Higher, key, unit, value, spread);
     }
 }
 
-/// Every figure of `m` and `apps`.
+/// Every figure of `m` and `apps`: times, ratios of times and counts
+/// better lower, throughputs higher.
 pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
+    use Better::{Higher, Lower};
     let mut f = Figures(Vec::new());
     let latency = rounds::figures(&m.rounds).into_iter();
     let latency = latency.map(|fig| (format!("latency/{}/{}", fig.op, fig.size), fig));
@@ -110,16 +103,17 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for (base, fig) in latency.chain(cpu.map(|fig| (format!("cpu/{}", fig.op), fig))) {
         let ranges = [("ratio", "x", fig.ratio), ("lite", "us", fig.lite)];
         for (name, unit, range) in ranges.into_iter().chain([("native", "us", fig.native)]) {
-            f.lower(format!("{base}/{name}"), unit, range.median, span(&range));
+            let key = format!("{base}/{name}");
+            f.add(Lower, key, unit, range.median, span(&range));
         }
     }
     for n in &m.native {
         let key = format!("perftest/{}/{}", n.op, n.size);
-        f.lower(key, "us", n.typical, None);
+        f.add(Lower, key, "us", n.typical, None);
     }
     for l in m.lite.values() {
         let key = format!("lite/{}/{}", l.op, l.size);
-        f.lower(key, "us", l.median, Some((l.p10, l.p90)));
+        f.add(Lower, key, "us", l.median, Some((l.p10, l.p90)));
     }
     for ((side, op, size, regions), p) in &m.region_curve {
         let live = if *regions > 0 {
@@ -128,51 +122,52 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             String::new()
         };
         let key = format!("regioncurve/{}/{op}/{size}{live}", side.name());
-        f.lower(key, "us", p.median, Some((p.p10, p.p90)));
+        f.add(Lower, key, "us", p.median, Some((p.p10, p.p90)));
     }
     for size in super::cluster_scale::sizes(m) {
-        let key = format!("clustersize/{}", size.nodes);
+        let base = format!("clustersize/{}", size.nodes);
         for (name, value) in [("join_ms", size.join_ms), ("barrier_ms", size.barrier_ms)] {
             if let Some(range) = value {
-                f.lower(format!("{key}/{name}"), "ms", range.median, span(&range));
+                let key = format!("{base}/{name}");
+                f.add(Lower, key, "ms", range.median, span(&range));
             }
         }
-        let calls = format!("{key}/all_to_all_calls_per_s");
-        f.higher(calls, "calls/s", size.rpc_calls_per_s, None);
+        let calls = format!("{base}/all_to_all_calls_per_s");
+        f.add(Higher, calls, "calls/s", size.rpc_calls_per_s, None);
     }
     for ((side, workload, processes), rounds) in &m.process_curve {
         let key = format!("processcurve/{}/{workload}/{processes}", side.name());
         let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();
         if let Some(range) = rounds::Range::of(&ops) {
             let ops_key = format!("{key}/ops_per_s");
-            f.higher(ops_key, "op/s", range.median, span(&range));
+            f.add(Higher, ops_key, "op/s", range.median, span(&range));
         }
         if let Some(p) = rounds.first() {
-            f.lower(format!("{key}/qps"), "QPs", p.qps as f64, None);
-            f.lower(format!("{key}/mrs"), "MRs", p.mrs as f64, None);
+            f.add(Lower, format!("{key}/qps"), "QPs", p.qps as f64, None);
+            f.add(Lower, format!("{key}/mrs"), "MRs", p.mrs as f64, None);
         }
     }
     for b in m.lite_bw.values() {
         let depth = b.depth.map_or(String::new(), |d| format!("/depth{d}"));
         let key = format!("throughput/{}/{}{depth}", b.op, b.size);
-        f.higher(key, "MiB/s", b.average, Some((b.p10, b.p90)));
+        f.add(Higher, key, "MiB/s", b.average, Some((b.p10, b.p90)));
     }
     for n in &m.native_bw {
         let key = format!("perftest_bw/{}/{}/depth{}", n.op, n.size, n.depth);
-        f.higher(key, "MiB/s", n.average, None);
+        f.add(Higher, key, "MiB/s", n.average, None);
     }
     for r in m.lite_rpc_bw.values() {
         let key = format!("rpc_throughput/{}/threads{}", r.size, r.threads);
-        f.higher(key, "calls/s", r.calls_per_s, None);
+        f.add(Higher, key, "calls/s", r.calls_per_s, None);
     }
     for r in m.lite_rpc_async.values() {
         let key = format!("rpc_async/{}/depth{}", r.size, r.depth);
-        f.higher(key, "calls/s", r.calls_per_s, None);
+        f.add(Higher, key, "calls/s", r.calls_per_s, None);
     }
     for (contenders, values) in &m.lock_rounds {
         if let Some(range) = rounds::Range::of(values) {
             let key = format!("locks/contenders{contenders}/all/pairs_per_s");
-            f.higher(key, "pairs/s", range.median, span(&range));
+            f.add(Higher, key, "pairs/s", range.median, span(&range));
         }
     }
     for l in m.locks.values() {
@@ -181,14 +176,14 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             l.contenders, l.node, l.home
         );
         let pair = Some((l.pair.p10, l.pair.p90));
-        f.lower(format!("{base}/pair"), "us", l.pair.median, pair);
+        f.add(Lower, format!("{base}/pair"), "us", l.pair.median, pair);
         let per_s = format!("{base}/pairs_per_s");
-        f.higher(per_s, "pairs/s", l.pairs_per_s, None);
+        f.add(Higher, per_s, "pairs/s", l.pairs_per_s, None);
     }
     for (phase, setting) in isolation::phases(&m.qos) {
         if let Some(s) = isolation::phase_spread(&m.qos, phase, setting) {
             let key = format!("qos/{phase}/{setting}");
-            f.lower(key, "us", s.median, Some((s.p10, s.p90)));
+            f.add(Lower, key, "us", s.median, Some((s.p10, s.p90)));
         }
     }
     for setting in ["on", "off"] {
@@ -197,12 +192,13 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             // One round has no spread to judge a change by: the default
             // tolerance applies.
             let spread = span(&ratio).filter(|_| ratios.len() > 1);
-            f.lower(format!("qos/ratio/{setting}"), "x", ratio.median, spread);
+            let key = format!("qos/ratio/{setting}");
+            f.add(Lower, key, "x", ratio.median, spread);
         }
     }
     for r in m.regions.values() {
         let key = format!("regions/{}/{}", r.size, r.lmrs);
-        f.lower(key, "regions", r.memory_regions as f64, None);
+        f.add(Lower, key, "regions", r.memory_regions as f64, None);
     }
     // The applications ran in rounds: median and range of the seconds.
     let mut app_seconds: BTreeMap<(String, usize, String), Vec<f64>> = BTreeMap::new();
@@ -215,7 +211,7 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for ((app, cluster, transport), seconds) in app_seconds {
         if let Some(range) = rounds::Range::of(&seconds) {
             let key = format!("apps/{app}/{cluster}/{transport}");
-            f.lower(key, "s", range.median, span(&range));
+            f.add(Lower, key, "s", range.median, span(&range));
         }
     }
     f.0
@@ -347,17 +343,13 @@ pub fn compare(old_path: &Path, new_path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::parse;
     use Better::{Higher, Lower};
 
     fn figure(key: &str, better: Better, value: f64, spread: Option<(f64, f64)>) -> Figure {
-        Figure {
-            key: key.to_string(),
-            unit: "us".to_string(),
-            better,
-            value,
-            low: spread.map(|s| s.0),
-            high: spread.map(|s| s.1),
-        }
+        let mut f = Figures(Vec::new());
+        f.add(better, key.to_string(), "us", value, spread);
+        f.0.remove(0)
     }
 
     fn report(figures: Vec<Figure>) -> Report {
@@ -421,40 +413,39 @@ mod tests {
     }
 
     #[test]
-    fn isolation_figures_are_medians_and_ratios_over_the_rounds() {
+    fn figures_come_from_rounds_one_off_series_and_isolation_rounds() {
         let mut m = Measurements::default();
-        m.add_log("node2", crate::bench::parse::tests::QOS_LOG);
-        let figures = collect(&m, &[]);
-        let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
-        let unloaded = find("qos/unloaded/on").expect("unloaded");
-        let spread = (unloaded.value, unloaded.low, unloaded.high);
-        assert_eq!(spread, (1500.0, Some(1350.0), Some(1800.0)));
-        let on = find("qos/ratio/on").expect("ratio with QoS on");
-        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(near(on.value, 1.2), "{on:?}");
-        let spread = near(on.low.unwrap_or(0.0), 1.1) && near(on.high.unwrap_or(0.0), 1.3);
-        assert!(spread, "{on:?}");
-        // Measured in one round only: no spread of zero width.
-        let off = find("qos/ratio/off").expect("ratio with QoS off");
-        assert_eq!((off.value, off.low, off.high), (4.0, None, None));
-    }
-
-    #[test]
-    fn figures_come_from_rounds_and_one_off_series() {
-        let mut m = Measurements::default();
-        m.add_log("node2", crate::bench::rounds::tests::NODE2);
+        let (node2, qos) = (crate::bench::rounds::tests::NODE2, parse::tests::QOS_LOG);
+        m.add_log("node2", &format!("{node2}{qos}"));
         let app = "LITE-APP app=log transport=lite nodes=2 work=1 unit=records seconds=2.5 \
                    per_s=0.4 checked=yes";
         let apps = super::super::apps::parse_app_runs(app, 2);
         let figures = collect(&m, &apps);
-        let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
+        let find = |key: &str| {
+            let figure = figures.iter().find(|f| f.key == key);
+            figure.map(|f| (f.value, f.low, f.high))
+        };
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
         // The rounds' ratios 1.10, 1.02 and 1.03.
         let ratio = find("latency/write/64/ratio").expect("ratio");
-        assert!((ratio.value - 1.03).abs() < 1e-9);
-        let write = find("lite/write/64").map(|f| (f.value, f.low, f.high));
-        assert_eq!(write, Some((999.0, Some(900.0), Some(1100.0))));
-        assert_eq!(find("apps/log/2/lite").map(|f| f.value), Some(2.5));
-        let one_off_rpc = find("lite/rpc/64");
-        assert!(one_off_rpc.is_none(), "a round series is no one-off");
+        assert!(near(ratio.0, 1.03), "{ratio:?}");
+        assert_eq!(
+            find("lite/write/64"),
+            Some((999.0, Some(900.0), Some(1100.0)))
+        );
+        assert_eq!(find("apps/log/2/lite").map(|f| f.0), Some(2.5));
+        assert!(
+            find("lite/rpc/64").is_none(),
+            "a round series is no one-off"
+        );
+        // Isolation: the phases' medians over the rounds, the ratios of the
+        // rounds 1.3 and 1.1.
+        let unloaded = find("qos/unloaded/on");
+        assert_eq!(unloaded, Some((1500.0, Some(1350.0), Some(1800.0))));
+        let on = find("qos/ratio/on").expect("ratio with QoS on");
+        let spread = near(on.1.unwrap_or(0.0), 1.1) && near(on.2.unwrap_or(0.0), 1.3);
+        assert!(near(on.0, 1.2) && spread, "{on:?}");
+        // Measured in one round only: no spread of zero width.
+        assert_eq!(find("qos/ratio/off"), Some((4.0, None, None)));
     }
 }

@@ -6,6 +6,8 @@
 //! minutes apart would take for an effect of the load. The verdict takes
 //! the median ratio over the rounds, as the latency comparison does.
 
+use std::collections::BTreeSet;
+
 use super::parse::{Qos, QosRows, Spread};
 use super::report::{cell, ratio_cell, spread_cell, Table};
 use super::rounds::{Range, Verdict};
@@ -24,10 +26,8 @@ fn find<'a>(rows: &'a QosRows, round: u32, phase: &str, qos: &str) -> Option<&'a
 }
 
 /// The rounds `rows` hold, in order.
-fn rounds(rows: &QosRows) -> Vec<u32> {
-    let mut rounds: Vec<u32> = rows.keys().map(|key| key.0).collect();
-    rounds.dedup();
-    rounds
+fn rounds(rows: &QosRows) -> BTreeSet<u32> {
+    rows.keys().map(|key| key.0).collect()
 }
 
 /// The loaded/unloaded median ratio with QoS `qos` of every round that
@@ -96,22 +96,19 @@ pub fn verdict(rows: &QosRows) -> String {
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
 pub fn table(rows: &QosRows) -> Vec<String> {
-    let table = Table::new(
-        ">5 round|<9 phase|<4 QoS|>7 loaders|>6 writes|>10 median|>10 p99|>19 p10-p90|\
-         >9 med ratio|>9 p99 ratio|>13 low-prio MiB/s|>9 low ops|>9 throttled",
-    );
-    let mut lines = Vec::new();
-    if let Some(r) = rows
-        .values()
-        .find(|r| r.loaders > 0)
-        .or(rows.values().next())
-    {
-        lines.push(format!(
+    let described = rows.values().find(|r| r.loaders > 0);
+    let note = described.or(rows.values().next()).map(|r| {
+        format!(
             "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
              in a loop; ratios: loaded / the same round's unloaded",
             r.size, r.loaders, r.load_size
-        ));
-    }
+        )
+    });
+    let table = Table::noted(
+        note.as_deref().as_slice(),
+        ">5 round|<9 phase|<4 QoS|>7 loaders|>6 writes|>10 median|>10 p99|>19 p10-p90|\
+         >9 med ratio|>9 p99 ratio|>13 low-prio MiB/s|>9 low ops|>9 throttled",
+    );
     let phases = rounds(rows).into_iter().flat_map(|round| {
         let unloaded = find(rows, round, "unloaded", "on");
         PHASES.into_iter().filter_map(move |(phase, qos)| {
@@ -119,7 +116,7 @@ pub fn table(rows: &QosRows) -> Vec<String> {
             Some((find(rows, round, phase, qos)?, base))
         })
     });
-    lines.extend(table.lines(phases.map(|(r, base)| {
+    table.lines(phases.map(|(r, base)| {
         let loaded = (r.loaders > 0).then_some(r);
         [
             r.round.to_string(),
@@ -136,8 +133,7 @@ pub fn table(rows: &QosRows) -> Vec<String> {
             loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
             r.throttled.to_string(),
         ]
-    })));
-    lines
+    }))
 }
 
 #[cfg(test)]

@@ -165,14 +165,7 @@ fn write_report(
             .join(finished_unix.to_string()),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let round_figures = rounds::figures(&m.rounds);
-    let mut verdicts = rounds::verdicts(&round_figures);
-    let cpu_figures = rounds::cpu_figures(&m.cpu_rounds);
-    verdicts.extend(rounds::cpu_line(&cpu_figures));
-    verdicts.extend(report::verdict_lines(m));
-    verdicts.extend(region_curve::verdict(m));
-    verdicts.extend(process_curve::verdict(m));
-    verdicts.extend(cluster_scale::summary(m));
+    let verdicts = report::verdict_lines(m);
     let report = figures::Report {
         format: figures::FORMAT,
         finished_unix,

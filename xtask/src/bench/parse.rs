@@ -502,14 +502,6 @@ pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
         .collect()
 }
 
-/// The milliseconds of a comment's rest: `<N> ms`.
-fn milliseconds(rest: &str) -> Option<i64> {
-    match columns(rest)? {
-        [ms, "ms"] => integer(ms),
-        _ => None,
-    }
-}
-
 /// The cycle a `leave/rejoin cycle <K>: ...` test point is about.
 fn cycle_of(line: &str) -> Option<u32> {
     let (cycle, _) = after_tag(line, "leave/rejoin cycle ")?.split_once(':')?;
@@ -530,27 +522,23 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
     };
     let mut last_cycle = 0;
     for line in log.lines() {
-        if let Some(rest) = after_tag(line, "# stall ") {
-            if let Some([call, ms, "ms"]) = columns(rest) {
+        let comment = after_tag(line, "# ").map(|c| c.split_whitespace().collect::<Vec<_>>());
+        match comment.as_deref() {
+            Some(["stall", call, ms, "ms"]) => {
+                let call = call.to_string();
+                out.stalls.extend(integer(ms).map(|ms| Stall { call, ms }));
+            }
+            Some(["leave", ms, "ms"]) => {
                 if let Some(ms) = integer(ms) {
-                    out.stalls.push(Stall {
-                        call: call.to_string(),
+                    last_cycle += 1;
+                    out.leaves.push(Leave {
+                        cycle: last_cycle,
                         ms,
                     });
                 }
             }
-        } else if let Some(rest) = after_tag(line, "# leave ") {
-            if let Some(ms) = milliseconds(rest) {
-                last_cycle += 1;
-                out.leaves.push(Leave {
-                    cycle: last_cycle,
-                    ms,
-                });
-            }
-        } else if let Some(rest) = after_tag(line, "# rejoin ") {
-            out.rejoins.extend(milliseconds(rest));
-        } else if let Some(cycle) = cycle_of(line) {
-            last_cycle = last_cycle.max(cycle);
+            Some(["rejoin", ms, "ms"]) => out.rejoins.extend(integer::<i64>(ms)),
+            _ => last_cycle = cycle_of(line).map_or(last_cycle, |cycle| last_cycle.max(cycle)),
         }
     }
     out
@@ -957,10 +945,15 @@ LITE-FAILURE-VICTIM re";
             assert_eq!(count(&m), expected, "{kind}");
             assert!(!m.is_empty());
         }
-        let samples = measured(LOCK_LOG).lock_samples;
-        assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
+        let mut m = measured(LOCK_LOG);
+        assert_eq!(m.lock_samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
         // The broken line is dropped whole.
-        assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
+        assert_eq!(m.lock_samples[&(4, 3)], [5.0, 6.0]);
+        // Another node's samples add up; its series do not replace the
+        // first node's.
+        m.add_log("locks/node3", &LOCK_LOG.replace("5000.00", "1.00"));
+        assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
+        assert_eq!(m.locks[&(4, 1, 1)].pairs_per_s, 5000.0);
         let qos = measured(QOS_LOG).qos;
         let throttled = |round, phase: &str| qos[&(round, phase.into(), "on".into())].throttled;
         assert_eq!((throttled(1, "loaded"), throttled(2, "loaded")), (140, 80));
@@ -1046,23 +1039,6 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
     }
 
     #[test]
-    fn measurements_keep_the_first_node_and_count_every_kind() {
-        let mut m = Measurements::default();
-        assert!(m.is_empty());
-        let log = format!("{LOCK_LOG}{QOS_LOG}{ATOMIC_LOG}LITE-GUEST-EXIT rc=0\n");
-        m.add_log("node2", &log);
-        m.add_log("locks/node3", &format!("{LOCK_LOG}LITE-GUEST-EXIT rc=1\n"));
-        assert!(!m.is_empty());
-        assert_eq!(m.locks.len(), 4);
-        assert_eq!(m.qos.len(), 5);
-        assert_eq!(m.native.len(), 2);
-        assert_eq!(m.lite.len(), 2);
-        // Samples from several logs add up.
-        assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
-        assert_eq!(m.problems, ["locks/node3: guest role exited with rc=1"]);
-    }
-
-    #[test]
     fn each_contention_round_adds_its_throughput() {
         let mut m = Measurements::default();
         // Node 1's and node 3's 4 pairs over the longest 1000 us: 8000/s;
@@ -1118,7 +1094,6 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
         assert!(!observer.is_empty() && parse_failure("n", "").is_empty());
         assert_eq!(cycle_of("ok 9 - leave/rejoin cycle 10: join"), Some(10));
         assert_eq!(cycle_of("ok 9 - leave/rejoin: dist_barrier(3)"), None);
-        assert_eq!(milliseconds(" 5 ms\r"), Some(5));
     }
 
     #[test]
@@ -1207,16 +1182,13 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
     }
 
     #[test]
-    fn columns_split_rows_of_one_width() {
+    fn perftest_rows_are_numbers_under_a_byte_count() {
+        // Rows of one width.
         let row = " 64\t1000   2.5 \r";
         assert_eq!(columns::<3>(row), Some(["64", "1000", "2.5"]));
         assert_eq!(columns::<3>("64 1000"), None);
         assert_eq!(columns::<2>("64 1000 2.5"), None);
         assert_eq!(columns::<1>(""), None);
-    }
-
-    #[test]
-    fn perftest_rows_are_numbers_under_a_byte_count() {
         // As perftest 4.5 prints them, tabs included.
         let row = " 65536      256              25.10              25.10  \t\t   0.000402";
         let numbers = Some([65536.0, 256.0, 25.1, 25.1, 0.000402]);

@@ -8,6 +8,8 @@
 //! processes, then LITE's, so the ratio of the two is taken per round and
 //! step, over seconds, and reported as the median over the rounds.
 
+use std::collections::BTreeSet;
+
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side, SIDES};
 use super::report::{say_curve, Table};
@@ -34,16 +36,9 @@ fn rounds<'a>(m: &'a Measurements, side: Side, workload: &str, processes: u64) -
 
 /// Every process count `workload` was measured with, by either side,
 /// ascending.
-fn counts(m: &Measurements, workload: &str) -> Vec<u64> {
-    let mut counts: Vec<u64> = m
-        .process_curve
-        .keys()
-        .filter(|(_, w, _)| w == workload)
-        .map(|&(_, _, processes)| processes)
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    counts
+fn counts(m: &Measurements, workload: &str) -> BTreeSet<u64> {
+    let keys = m.process_curve.keys().filter(|(_, w, _)| w == workload);
+    keys.map(|&(_, _, processes)| processes).collect()
 }
 
 /// `side`'s median throughput over the rounds of a step.
@@ -86,26 +81,24 @@ fn resources(m: &Measurements, side: Side, workload: &str, processes: u64) -> Op
 /// (medians over the rounds) with the median of the per-round ratios and
 /// their range, and the queue pairs and memory regions each held.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table::new(
+    let note = "N processes on one node, each making 64 B operations to the other node, started \
+                together: all operations per second, median of the rounds (LITE: the node's \
+                shared connections; native: a queue pair and memory regions per process); ratio: \
+                LITE/native time per operation, median of the rounds and its range; the queue \
+                pairs and memory regions on the measuring node";
+    let table = Table::noted(
+        &[note],
         "<6 op|>10 processes|>11 LITE op/s|>11 native op/s|>6 ratio|>11 rounds|>9 LITE QPs|\
          >10 native QPs|>9 LITE MRs|>10 native MRs",
     );
     let ops = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    let mut lines = vec![
-        "N processes on one node, each making 64 B operations to the other node, started \
-         together: all operations per second, median of the rounds (LITE: the node's shared \
-         connections; native: a queue pair and memory regions per process); ratio: LITE/native \
-         time per operation, median of the rounds and its range; the queue pairs and memory \
-         regions on the measuring node"
-            .to_string(),
-    ];
     let steps = WORKLOADS.into_iter().flat_map(|(workload, name)| {
         counts(m, workload)
             .into_iter()
             .map(move |n| (workload, name, n))
     });
-    lines.extend(table.lines(steps.map(|(workload, name, processes)| {
+    table.lines(steps.map(|(workload, name, processes)| {
         let ratio = step_ratio(m, workload, processes);
         let [lite, native] = [Side::Lite, Side::Native].map(|side| {
             let ops = ops(median_ops(m, side, workload, processes));
@@ -123,8 +116,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
             count(lite.1.map(|r| r.1)),
             count(native.1.map(|r| r.1)),
         ]
-    })));
-    lines
+    }))
 }
 
 /// Prints the curve's table and verdict; `step_ops` operations per step,
@@ -226,16 +218,6 @@ mod tests {
     }
 
     #[test]
-    fn the_table_lines_up_lite_and_native_per_step() {
-        let wanted = [
-            "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
-            "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
-            "RPC 4 - 4000 - - - 4 - 12",
-        ];
-        assert_rows(&table(&measured(PROCESS_CURVE_LOG)), &wanted);
-    }
-
-    #[test]
     fn the_verdict_takes_the_median_ratio_with_many_processes() {
         assert_eq!(verdict(&Measurements::default()), None);
         // The fixture has no step of 8 or more processes.
@@ -285,13 +267,20 @@ mod tests {
     }
 
     #[test]
-    fn the_chart_plots_both_sides() {
-        let drawn = charts(&measured(PROCESS_CURVE_LOG));
+    fn the_table_and_chart_line_up_lite_and_native_per_step() {
+        let m = measured(PROCESS_CURVE_LOG);
+        let drawn = charts(&m);
         assert_eq!(drawn.len(), 1);
         let names: Vec<&str> = drawn[0].series.iter().map(|s| s.0.as_str()).collect();
         let sides = ["LITE write", "native verbs write", "native verbs RPC"];
         assert_eq!(names, sides);
         assert_eq!(drawn[0].series[0].1, [(1.0, 4000.0), (4.0, 8000.0)]);
         assert!(charts(&Measurements::default()).is_empty());
+        let wanted = [
+            "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
+            "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
+            "RPC 4 - 4000 - - - 4 - 12",
+        ];
+        assert_rows(&table(&m), &wanted);
     }
 }

@@ -9,6 +9,8 @@
 //! so the cost of many regions is a ratio of two series measured in the
 //! same minutes: the emulator's drift between steps does not enter it.
 
+use std::collections::BTreeSet;
+
 use super::charts::{by_size, LineChart};
 use super::parse::{Latency, Measurements, Side, SIDES};
 use super::report::{ratio_cell, say_curve, Table};
@@ -28,37 +30,19 @@ fn first_of(op: &str) -> String {
 /// `side`'s median of `op` on random regions over its median on the first
 /// region, with `regions` live.
 fn slowdown(m: &Measurements, side: Side, op: &str, size: u64, regions: u64) -> Option<f64> {
-    let random = point(m, side, op, size, regions)?.median;
-    let first = point(m, side, &first_of(op), size, regions)?.median;
+    let median = |op: String| Some(m.region_curve.get(&(side, op, size, regions))?.median);
+    let (random, first) = (median(op.to_string())?, median(first_of(op))?);
     (first > 0.0).then(|| random / first)
 }
 
 /// The create and free series, with their names in the table.
 const LIFECYCLE: [(&str, &str); 2] = [("region_create", "create"), ("region_free", "free")];
 
-/// The point of `side`'s `op` at `size` bytes with `regions` live.
-fn point<'a>(
-    m: &'a Measurements,
-    side: Side,
-    op: &str,
-    size: u64,
-    regions: u64,
-) -> Option<&'a Latency> {
-    m.region_curve.get(&(side, op.to_string(), size, regions))
-}
-
-/// Every (size, live regions) that `op` was measured at, by either side,
+/// Every (live regions, size) that `op` was measured at, by either side,
 /// ascending.
-fn steps(m: &Measurements, op: &str) -> Vec<(u64, u64)> {
-    let mut steps: Vec<(u64, u64)> = m
-        .region_curve
-        .keys()
-        .filter(|key| key.1 == op)
-        .map(|&(_, _, size, regions)| (size, regions))
-        .collect();
-    steps.sort_unstable_by_key(|&(size, regions)| (regions, size));
-    steps.dedup();
-    steps
+fn steps(m: &Measurements, op: &str) -> BTreeSet<(u64, u64)> {
+    let keys = m.region_curve.keys().filter(|key| key.1 == op);
+    keys.map(|&(_, _, size, regions)| (regions, size)).collect()
 }
 
 fn micros(value: Option<f64>) -> String {
@@ -89,11 +73,12 @@ pub fn table(m: &Measurements) -> Vec<String> {
     // ratio, and with live `regions` (none for create and free) each
     // side's slowdown against the first region.
     let row = |name: &str, op: &str, size: u64, regions: Option<u64>| {
-        let at = regions.unwrap_or(0);
-        let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
-            point(m, Side::Lite, op, size, at),
-            point(m, Side::Native, op, size, at),
-        );
+        let point = |side| {
+            m.region_curve
+                .get(&(side, op.to_string(), size, regions.unwrap_or(0)))
+        };
+        let [lite_median, native_median, lite_p99, native_p99, ratio] =
+            side_by_side(point(Side::Lite), point(Side::Native));
         let against_first = |side| {
             regions.map_or(String::new(), |r| {
                 let x = slowdown(m, side, op, size, r);
@@ -122,7 +107,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
         table.header(),
     ];
     for (op, name) in ACCESSES {
-        for (size, regions) in steps(m, op) {
+        for (regions, size) in steps(m, op) {
             lines.push(row(name, op, size, Some(regions)));
         }
     }
@@ -138,7 +123,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
     });
     lines.push(table.line(headings).trim_end().to_string());
     for (op, name) in LIFECYCLE {
-        for (size, _) in steps(m, op) {
+        for (_, size) in steps(m, op) {
             lines.push(row(name, op, size, None));
         }
     }
@@ -160,7 +145,7 @@ pub fn say(iters: u32, m: &Measurements) {
 /// The most live regions at which both sides measured `op` and its first
 /// region series, with both sides' slowdowns there: (regions, LITE, native).
 fn slowdowns_at_most(m: &Measurements, op: &str) -> Option<(u64, f64, f64)> {
-    steps(m, op).into_iter().rev().find_map(|(size, regions)| {
+    steps(m, op).into_iter().rev().find_map(|(regions, size)| {
         Some((
             regions,
             slowdown(m, Side::Lite, op, size, regions)?,
@@ -256,18 +241,6 @@ mod tests {
     use crate::bench::parse::tests::{assert_has, assert_rows, measured, REGION_CURVE_LOG};
 
     #[test]
-    fn the_table_lines_up_lite_and_native_per_step() {
-        let wanted = [
-            "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
-            "write 100000 64 - 210.0 - 420.0 - - -",
-            "read 100000 64 230.0 - 450.0 - - - -",
-            "create 4096 - 60.0 - 80.0 -",
-            "create 1073741824 900000.0 - 1.0 - -",
-        ];
-        assert_rows(&table(&measured(REGION_CURVE_LOG)), &wanted);
-    }
-
-    #[test]
     fn the_verdict_compares_slowdowns_against_the_first_region() {
         assert_eq!(verdict(&Measurements::default()), None);
         // No first-region series in the fixture: not measured.
@@ -307,8 +280,17 @@ mod tests {
     }
 
     #[test]
-    fn the_charts_plot_both_sides() {
-        let drawn = charts(&measured(REGION_CURVE_LOG));
+    fn the_table_and_charts_line_up_lite_and_native_per_step() {
+        let wanted = [
+            "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
+            "write 100000 64 - 210.0 - 420.0 - - -",
+            "read 100000 64 230.0 - 450.0 - - - -",
+            "create 4096 - 60.0 - 80.0 -",
+            "create 1073741824 900000.0 - 1.0 - -",
+        ];
+        let m = measured(REGION_CURVE_LOG);
+        assert_rows(&table(&m), &wanted);
+        let drawn = charts(&m);
         assert_eq!(drawn.len(), 2);
         let latency = &drawn[0];
         assert_eq!(latency.name, "regions-latency");

@@ -2,7 +2,7 @@
 //! the memory region counts and the verdicts on the targets, printed under
 //! `==>` headings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::parse::{FailureNode, Latency, Lock, Measurements, Native, Regions, Spread};
@@ -110,20 +110,19 @@ pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
     say_indented(rounds::cpu_line(&cpu));
 }
 
-/// The verdicts beside the interleaved comparison's, for the parts that
-/// were measured: isolation, memory regions and failure stalls.
+/// The verdicts of the parts that were measured, for the summary: the
+/// interleaved comparison's, then those of the CPU time, isolation, memory
+/// regions, failure stalls, lock contention and the curves.
 pub fn verdict_lines(m: &Measurements) -> Vec<String> {
-    let mut lines = Vec::new();
-    if !m.qos.is_empty() {
-        lines.push(isolation::verdict(&m.qos));
-    }
-    if !m.regions.is_empty() {
-        lines.push(regions_verdict(m));
-    }
-    if !m.failure.is_empty() {
-        lines.push(stall_verdict(&m.failure));
-    }
+    let mut lines = rounds::verdicts(&rounds::figures(&m.rounds));
+    lines.extend(rounds::cpu_line(&rounds::cpu_figures(&m.cpu_rounds)));
+    lines.extend((!m.qos.is_empty()).then(|| isolation::verdict(&m.qos)));
+    lines.extend((!m.regions.is_empty()).then(|| regions_verdict(m)));
+    lines.extend((!m.failure.is_empty()).then(|| stall_verdict(&m.failure)));
     lines.extend(contention_verdict(&m.lock_rounds));
+    lines.extend(super::region_curve::verdict(m));
+    lines.extend(super::process_curve::verdict(m));
+    lines.extend(super::cluster_scale::summary(m));
     lines
 }
 
@@ -180,14 +179,12 @@ pub fn say_logs(logs: &Path, problems: &[String]) {
 pub fn table(m: &Measurements) -> Vec<String> {
     let (native, lite) = (&m.native, m.lite.values());
     // RPC, kernel messages and atomics have tables of their own.
-    let mut keys: Vec<(String, u64)> = native
+    let keys: BTreeSet<(String, u64)> = native
         .iter()
         .map(|n| (n.op.clone(), n.size))
-        .chain(lite.clone().map(|l| (l.op.clone(), l.size)))
+        .chain(lite.map(|l| (l.op.clone(), l.size)))
         .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && op != KMSG_OP && !is_atomic(op))
         .collect();
-    keys.sort();
-    keys.dedup();
     let table = Table::new(
         "<6 op|>7 size|>13 native med|>12 native sd|>11 LITE med|>19 LITE p10-p90|>11 LITE/native",
     );
@@ -229,15 +226,16 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
             keys.push(key.clone());
         }
     }
-    let table = Table::new(
+    let notes = [
+        "native: perftest BW average with -t (TX depth) = LITE's operations in flight,",
+        "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg",
+    ];
+    let table = Table::noted(
+        &notes,
         "<11 op|>7 size|>5 depth||<17 native|>10 native avg|>9 LITE avg|>9 LITE med|\
          >19 LITE p10-p90|>11 LITE/native",
     );
-    let mut lines = vec![
-        "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
-        "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
-    ];
-    lines.extend(table.lines(keys.into_iter().map(|(op, size, depth)| {
+    table.lines(keys.into_iter().map(|(op, size, depth)| {
         let l = lite.get(&(op.clone(), size, depth));
         let counterpart = native_counterpart(&op, depth);
         let n = counterpart.and_then(|(test, d)| {
@@ -256,8 +254,7 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
             range_cell(l.map(|l| (l.p10, l.p90))),
             ratio_cell(l.map(|l| l.average), n.map(|n| n.average)),
         ]
-    })));
-    lines
+    }))
 }
 
 /// The RPC round trip table, one string per line: for every size either
@@ -266,7 +263,7 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
 /// between kernels, the median, the spread and the median / (2 x native).
 pub fn rpc_table(m: &Measurements) -> Vec<String> {
     let native = &m.native;
-    let mut sizes: Vec<u64> = native
+    let sizes: BTreeSet<u64> = native
         .iter()
         .filter(|n| n.op == RPC_NATIVE_OP)
         .map(|n| n.size)
@@ -277,19 +274,16 @@ pub fn rpc_table(m: &Measurements) -> Vec<String> {
                 .map(|l| l.1),
         )
         .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let table = Table::new(
+    let notes = [
+        "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one",
+        "kmsg: liteapi_send_reply() from kernel to kernel through a handler, timed in the kernel",
+    ];
+    let table = Table::noted(
+        &notes,
         ">7 size|>16 ib_send_lat typ|>12 2 x native|>12 LITE RPC med|>19 LITE p10-p90|\
          >15 LITE/(2x nat)|>12 kmsg med|>19 kmsg p10-p90|>15 kmsg/(2x nat)",
     );
-    let mut lines = vec![
-        "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
-        "kmsg: liteapi_send_reply() from kernel to kernel through a handler, timed in the \
-         kernel"
-            .to_string(),
-    ];
-    lines.extend(table.lines(sizes.into_iter().map(|size| {
+    table.lines(sizes.into_iter().map(|size| {
         let n = native
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
@@ -315,8 +309,7 @@ pub fn rpc_table(m: &Measurements) -> Vec<String> {
             kmsg_spread,
             kmsg_ratio,
         ]
-    })));
-    lines
+    }))
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
@@ -341,23 +334,19 @@ pub fn rpc_throughput_table(m: &Measurements) -> Vec<String> {
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
 pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
-    let table = Table::new(
+    let notes = [
+        "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);",
+        "LITE/native = LITE calls/s / native messages/s",
+    ];
+    let table = Table::noted(
+        &notes,
         ">7 depth|>7 calls|>12 calls/s|>16 native msgs/s|>11 LITE/native|>12 call med|\
          >19 call p10-p90",
     );
-    let mut lines = vec![
-        "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
-            .to_string(),
-        "LITE/native = LITE calls/s / native messages/s".to_string(),
-    ];
-    let mut depths: Vec<u32> = DEPTHS.to_vec();
-    for &(size, depth) in m.lite_rpc_async.keys() {
-        if size == RPC_ASYNC_SIZE && !depths.contains(&depth) {
-            depths.push(depth);
-        }
-    }
-    depths.sort_unstable();
-    lines.extend(table.lines(depths.into_iter().map(|depth| {
+    let mut depths = BTreeSet::from(DEPTHS);
+    let measured = m.lite_rpc_async.keys().filter(|k| k.0 == RPC_ASYNC_SIZE);
+    depths.extend(measured.map(|&(_, depth)| depth));
+    table.lines(depths.into_iter().map(|depth| {
         let lite = m.lite_rpc_async.get(&(RPC_ASYNC_SIZE, depth));
         let native_rate = m
             .native_bw
@@ -375,8 +364,7 @@ pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
             cell(lite.map(|l| l.latency.median)),
             spread_cell(lite.map(|l| &l.latency)),
         ]
-    })));
-    lines
+    }))
 }
 
 /// The cells of a perftest row beside a LITE series: perftest's t_typical
@@ -412,16 +400,24 @@ fn range_cell(range: Option<(f64, f64)>) -> String {
     range.map_or("-".to_string(), |(low, high)| format!("{low:.2}-{high:.2}"))
 }
 
-/// A report table's columns: for each, the spaces before it (none before
-/// the first), its width, whether it is padded on the right rather than the
-/// left, and its heading.
-pub(super) struct Table(Vec<(usize, usize, bool, String)>);
+/// A report table's notes, printed above it, and its columns: for each,
+/// the spaces before it (none before the first), its width, whether it is
+/// padded on the right rather than the left, and its heading.
+pub(super) struct Table {
+    notes: Vec<String>,
+    columns: Vec<(usize, usize, bool, String)>,
+}
 
 impl Table {
     /// The table `spec` lays out: each column as `<` (padded on the right)
     /// or `>` (on the left), its width, a space and its heading; the
     /// columns are as many `|` apart as spaces are between them.
     pub(super) fn new(spec: &str) -> Self {
+        Table::noted(&[], spec)
+    }
+
+    /// The table `spec` lays out (see [`Table::new`]) under `notes`.
+    pub(super) fn noted(notes: &[&str], spec: &str) -> Self {
         let mut columns = Vec::new();
         let mut gap = 0;
         for part in spec.split('|') {
@@ -435,7 +431,8 @@ impl Table {
                 gap = 0;
             }
         }
-        Table(columns)
+        let notes = notes.iter().map(|note| note.to_string()).collect();
+        Table { notes, columns }
     }
 
     /// The line of headings.
@@ -445,16 +442,19 @@ impl Table {
 
     /// The columns' headings.
     pub(super) fn headings(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|(_, _, _, heading)| heading.as_str())
+        self.columns
+            .iter()
+            .map(|(_, _, _, heading)| heading.as_str())
     }
 
-    /// The line of headings, then a line of each row's cells.
+    /// The notes, the line of headings, then a line of each row's cells.
     pub(super) fn lines<R, C>(&self, rows: impl IntoIterator<Item = R>) -> Vec<String>
     where
         R: IntoIterator<Item = C>,
         C: AsRef<str>,
     {
-        let mut lines = vec![self.header()];
+        let mut lines = self.notes.clone();
+        lines.push(self.header());
         lines.extend(rows.into_iter().map(|row| self.line(row)));
         lines
     }
@@ -467,9 +467,9 @@ impl Table {
     /// One line of the table: `cells`, one per column, laid out in them.
     pub(super) fn line(&self, cells: impl IntoIterator<Item = impl AsRef<str>>) -> String {
         let cells: Vec<_> = cells.into_iter().collect();
-        assert_eq!(cells.len(), self.0.len(), "cells of a row");
+        assert_eq!(cells.len(), self.columns.len(), "cells of a row");
         let mut line = String::new();
-        for (i, ((gap, width, left, _), cell)) in self.0.iter().zip(cells).enumerate() {
+        for (i, ((gap, width, left, _), cell)) in self.columns.iter().zip(cells).enumerate() {
             let cell = cell.as_ref();
             if i > 0 {
                 line.push_str(&" ".repeat(*gap));
@@ -542,8 +542,7 @@ pub fn lock_table(m: &Measurements) -> Vec<String> {
         lines.push("(no lock records in the guest logs)".to_string());
         return lines;
     }
-    let mut groups: Vec<u32> = m.locks.keys().map(|key| key.0).collect();
-    groups.dedup();
+    let groups: BTreeSet<u32> = m.locks.keys().map(|key| key.0).collect();
     let mut notes = Vec::new();
     for contenders in groups {
         let group: Vec<&Lock> = m
@@ -690,23 +689,18 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
 pub fn regions_table(m: &Measurements) -> Vec<String> {
-    let table = Table::new(">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB");
-    let mut lines = vec![
-        "LMRs alive, half of them (every other one) on this node and half on the other; \
-         counters read right after each step's allocations"
-            .to_string(),
-        table.header(),
-    ];
-    if m.regions.is_empty() {
-        lines.push("(no regions records in the guest logs)".to_string());
-        return lines;
-    }
-    lines.extend(m.regions.values().map(|r| {
+    let note = "LMRs alive, half of them (every other one) on this node and half on the other; \
+                counters read right after each step's allocations";
+    let spec = ">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB";
+    let mut lines = Table::noted(&[note], spec).lines(m.regions.values().map(|r| {
         let counts = [r.lmrs, r.size, r.memory_regions, r.pool_segments];
         let mut cells = counts.map(|count| count.to_string()).to_vec();
         cells.push(format!("{:.2}", r.pool_bytes as f64 / MIB));
-        table.line(cells)
+        cells
     }));
+    if m.regions.is_empty() {
+        lines.push("(no regions records in the guest logs)".to_string());
+    }
     lines
 }
 
@@ -915,16 +909,12 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
 /// Whether every stall is within [`STALL_BOUND_MS`], naming the worst.
 pub fn stall_verdict(nodes: &[FailureNode]) -> String {
     let what = format!("stall bound (every stall <= {STALL_BOUND_MS} ms)");
+    let stalls = nodes.iter().flat_map(|node| {
+        let of_node = node.stalls.iter();
+        of_node.map(move |stall| (stall.ms, &node.node, &stall.call))
+    });
     // The first of equal stalls, in node order.
-    let mut worst: Option<(i64, &str, &str)> = None;
-    for node in nodes {
-        for stall in &node.stalls {
-            if worst.is_none_or(|(ms, _, _)| stall.ms > ms) {
-                worst = Some((stall.ms, &node.node, &stall.call));
-            }
-        }
-    }
-    match worst {
+    match stalls.reduce(|worst, stall| if stall.0 > worst.0 { stall } else { worst }) {
         Some((ms, node, call)) => {
             let verdict = if ms <= STALL_BOUND_MS {
                 "met"
@@ -988,7 +978,6 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::parse_perftest;
     use crate::bench::parse::tests::{
         assert_rows, failure_logs, measured, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
         FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
@@ -1002,63 +991,94 @@ mod tests {
     }
 
     #[test]
-    fn latency_tables_compare_each_size_with_perftest() {
-        // The rows after the column names.
-        let lat = |log| words_of(&table(&measured(log)))[1..].to_vec();
-        // 2100.50 / 1987.50.
-        let client = [
-            "read 8 1.50 0.10 - - -",
-            "write 64 1987.50 210.44 2100.50 1900.00-2500.25 1.06",
-        ];
-        assert_eq!(lat(CLIENT), client);
-        // The atomics and RPC have tables of their own.
-        for log in [ATOMIC_LOG, RPC_LOG] {
-            assert_eq!(lat(log), ["write 64 - - 1100.00 1000.00-1300.00 -"]);
-        }
-        // Sorted by threads.
-        let rpc = words_of(&rpc_throughput_table(&measured(RPC_LOG)));
-        let rpc_rows = [
-            "64 1 2000 400.00 2500.00 2400.00-2600.00",
-            "64 4 2000 1234.50 3000.00 2800.00-3500.00",
-        ];
-        assert_eq!(rpc[1..], rpc_rows);
-    }
-
-    #[test]
-    fn rpc_async_table_compares_each_depth_with_ib_send_bw() {
-        let table = rpc_async_table(&measured(
-            "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
-             64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
-             LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n",
-        ));
-        // Two notes, the header and one row per planned depth.
-        assert_eq!(table.len(), 3 + DEPTHS.len());
-        let depth_eight = "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00";
-        assert_eq!(words(&table[3 + 3]), depth_eight);
-        assert_eq!(words(&table[3]), "1 - - - - - -");
-    }
-
-    #[test]
-    fn compares_rpc_round_trips_with_two_ib_send_lat_one_ways() {
-        let native = parse_perftest(RPC_LOG);
-        assert_eq!(native.len(), 2);
-        assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
+    fn comparison_tables_line_up_lite_and_perftest() {
         let kmsg = "LITE-RECORD {\"latency\":{\"op\":\"kmsg\",\"size\":64,\"iters\":1000,\
             \"median\":3000.00,\"p10\":2800.00,\"p90\":3400.00,\"min\":2000,\"max\":9000,\
             \"stdev\":400}}\n";
-        let m = measured(&format!("{RPC_LOG}{kmsg}"));
-        assert!(!words_of(&table(&m))
-            .iter()
-            .any(|row| row.starts_with(KMSG_OP)));
-        let table = words_of(&rpc_table(&m));
-        // Two notes, column names, then sizes 8, 64 (2500 / (2 x 1000) for
-        // RPC, 3000 / (2 x 1000) for kernel messages) and 512.
-        let sizes = [
-            "8 900.00 1800.00 - - - - - -",
-            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25 3000.00 2800.00-3400.00 1.50",
-            "512 - - 2600.00 2400.00-3000.00 - - - -",
+        let rpc = format!("{RPC_LOG}{kmsg}");
+        let rpc_async = "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
+             64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
+             LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n";
+        type Of = fn(&Measurements) -> Vec<String>;
+        // Each table of a log: the notes above its column names, then every
+        // row.
+        let cases: [(Of, &str, usize, &[&str]); 7] = [
+            // 2100.50 / 1987.50.
+            (
+                table,
+                CLIENT,
+                0,
+                &[
+                    "read 8 1.50 0.10 - - -",
+                    "write 64 1987.50 210.44 2100.50 1900.00-2500.25 1.06",
+                ],
+            ),
+            // The atomics, RPC and kernel messages have tables of their own.
+            (
+                table,
+                ATOMIC_LOG,
+                0,
+                &["write 64 - - 1100.00 1000.00-1300.00 -"],
+            ),
+            (table, &rpc, 0, &["write 64 - - 1100.00 1000.00-1300.00 -"]),
+            // By threads.
+            (
+                rpc_throughput_table,
+                RPC_LOG,
+                0,
+                &[
+                    "64 1 2000 400.00 2500.00 2400.00-2600.00",
+                    "64 4 2000 1234.50 3000.00 2800.00-3500.00",
+                ],
+            ),
+            // Sizes 8, 64 (2500 / (2 x 1000) for RPC, 3000 / (2 x 1000) for
+            // kernel messages, the ib_send_lat t_typical a round trip twice)
+            // and 512.
+            (
+                rpc_table,
+                &rpc,
+                2,
+                &[
+                    "8 900.00 1800.00 - - - - - -",
+                    "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25 3000.00 2800.00-3400.00 1.50",
+                    "512 - - 2600.00 2400.00-3000.00 - - - -",
+                ],
+            ),
+            // 1200 / 1000; no LITE compare_swp series: native only.
+            (
+                atomic_table,
+                ATOMIC_LOG,
+                0,
+                &[
+                    "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 \
+                     1100.00-1500.00 1.20",
+                    "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -",
+                ],
+            ),
+            // Every planned depth; 800 calls/s against 0.004 Mpps.
+            (
+                rpc_async_table,
+                rpc_async,
+                2,
+                &[
+                    "1 - - - - - -",
+                    "2 - - - - - -",
+                    "4 - - - - - -",
+                    "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00",
+                    "16 - - - - - -",
+                    "32 - - - - - -",
+                ],
+            ),
         ];
-        assert_eq!(table[3..], sizes);
+        for (of, log, notes, rows) in cases {
+            let table = of(&measured(log));
+            assert_eq!(words_of(&table[notes + 1..]), rows, "{table:#?}");
+        }
+        // Nothing at all: both atomic rows, all dashes.
+        let empty = atomic_table(&Measurements::default());
+        assert!(empty[0].contains("LITE/native"));
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
     }
 
     #[test]
@@ -1088,24 +1108,6 @@ mod tests {
         let table = bw_table(&extra);
         let last = table.last().map_or("", String::as_str);
         assert!(last.starts_with("write_async     512     3"), "{last}");
-    }
-
-    #[test]
-    fn atomic_table_compares_with_ib_atomic_lat() {
-        let table = atomic_table(&measured(ATOMIC_LOG));
-        assert_eq!(table.len(), 3, "{table:#?}");
-        assert!(table[0].contains("LITE/native"));
-        // 1200 / 1000; no LITE compare_swp series: native only.
-        let rows = [
-            "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 1100.00-1500.00 \
-             1.20",
-            "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -",
-        ];
-        assert_eq!(words_of(&table)[1..], rows);
-        // Nothing at all: both rows, all dashes.
-        let empty = atomic_table(&Measurements::default());
-        assert_eq!(empty.len(), 3);
-        assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
     }
 
     #[test]

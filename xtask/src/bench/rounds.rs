@@ -159,34 +159,20 @@ pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
         .collect()
 }
 
-/// A median with its range, to one decimal (times) or two (`ratio`).
-fn span(range: &Range, ratio: bool) -> String {
-    let Range { median, min, max } = range;
-    if ratio {
-        format!("{median:.2} ({min:.2}-{max:.2})")
-    } else {
-        format!("{median:.1} ({min:.1}-{max:.1})")
-    }
-}
-
 /// The CPU table, one string per line.
 pub fn cpu_table(figures: &[Figure]) -> Vec<String> {
-    let table = Table::new(
+    let note = "busy CPU time of the whole VM (kernel threads included) per operation of the \
+                round's series, microseconds";
+    let table = Table::noted(
+        &[note],
         "<8 VM|>6 rounds||>20 native (min-max)||>20 LITE (min-max)||>20 LITE/native (min-max)",
     );
-    let mut lines = vec![
-        "busy CPU time of the whole VM (kernel threads included) per operation \
-                          of the round's series, microseconds"
-            .to_string(),
-    ];
-    lines.extend(table.lines(figures.iter().map(|f| {
-        let ranges = [(&f.native, false), (&f.lite, false), (&f.ratio, true)];
-        let cells = ranges.map(|(range, ratio)| span(range, ratio));
+    table.lines(figures.iter().map(|f| {
+        let cells = [f.native.show(1), f.lite.show(1), f.ratio.show(2)];
         [f.op.clone(), f.rounds.to_string()]
             .into_iter()
             .chain(cells)
-    })));
-    lines
+    }))
 }
 
 /// The CPU figures' summary line, if both VMs were measured together.
@@ -218,6 +204,12 @@ impl Range {
             min: *sorted.first()?,
             max: *sorted.last()?,
         })
+    }
+
+    /// `median (min-max)`, each with `decimals` decimals.
+    pub fn show(&self, decimals: usize) -> String {
+        let Range { median, min, max } = self;
+        format!("{median:.decimals$} ({min:.decimals$}-{max:.decimals$})")
     }
 }
 
@@ -341,9 +333,9 @@ pub fn table(figures: &[Figure]) -> Vec<String> {
             f.op.clone(),
             f.size.to_string(),
             f.rounds.to_string(),
-            span(&f.native, false),
-            span(&f.lite, false),
-            span(&f.ratio, true),
+            f.native.show(1),
+            f.lite.show(1),
+            f.ratio.show(2),
             f.target.map_or("-".to_string(), |t| format!("{t:.2}")),
             f.verdict().map_or("-", Verdict::describe).to_string(),
         ]
@@ -397,6 +389,7 @@ pub fn verdicts(figures: &[Figure]) -> Vec<String> {
 pub(super) mod tests {
     use super::*;
     use crate::bench::parse::tests::assert_has;
+    use crate::bench::parse::Measurements;
 
     /// Three rounds of a client node: writes in every round, RPC in the
     /// first; then a one-off write series.
@@ -419,18 +412,11 @@ LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client\r
 LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":999.00,\"p10\":900.00,\"p90\":1100.00,\"min\":1.00,\"max\":1.00,\"stdev\":1.00}}\r
 ";
 
-    fn rounds_of(logs: &[&str]) -> BTreeMap<u32, Round> {
-        kind_of_rounds(logs, LATENCY_ROUND)
-    }
-
-    fn kind_of_rounds(logs: &[&str], kind: RoundKind) -> BTreeMap<u32, Round> {
-        let mut rounds: BTreeMap<u32, Round> = BTreeMap::new();
-        for log in logs {
-            for (number, text) in split_rounds(log, kind).1 {
-                add_round_text(rounds.entry(number).or_default(), &text);
-            }
-        }
-        rounds
+    /// What the logs of several nodes measured.
+    fn measured(logs: &[&str]) -> Measurements {
+        let mut m = Measurements::default();
+        logs.iter().for_each(|log| m.add_log("node", log));
+        m
     }
 
     #[test]
@@ -456,7 +442,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 
     #[test]
     fn ratios_are_taken_per_round_and_summarised_by_their_median() {
-        let figures = figures(&rounds_of(&[NODE2]));
+        let figures = figures(&measured(&[NODE2]).rounds);
         let write = figures.iter().find(|f| f.op == "write");
         let write = write.expect("write figure");
         assert_eq!(write.rounds, 3);
@@ -477,7 +463,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 
     #[test]
     fn verdicts_follow_the_median_and_name_disagreement() {
-        let figures = figures(&rounds_of(&[NODE2]));
+        let figures = figures(&measured(&[NODE2]).rounds);
         let lines = verdicts(&figures);
         assert_eq!(lines.len(), TARGETS.len());
         for (line, says) in [
@@ -496,7 +482,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
     fn a_figure_beyond_target_in_every_round_is_not_met() {
         let slow = NODE2.replace("\"median\":51.00", "\"median\":80.00");
         let slow = slow.replace("\"median\":206.00", "\"median\":300.00");
-        let figures = figures(&rounds_of(&[&slow]));
+        let figures = figures(&measured(&[&slow]).rounds);
         let write = &figures[0];
         assert_eq!(write.verdict().map(Verdict::describe), Some("NOT met"));
         assert!(verdicts(&figures)[0].contains("NOT met (median 1.50"));
@@ -522,7 +508,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
                       LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":15}}\n\
                       LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":\"oops\"}}\n\
                       LITE-CPU-ROUND-END round=1\n";
-        let figures = cpu_figures(&kind_of_rounds(&[&client, server], CPU_ROUND));
+        let figures = cpu_figures(&measured(&[&client, server]).cpu_rounds);
         let sides: Vec<&str> = figures.iter().map(|f| f.op.as_str()).collect();
         assert_eq!(sides, ["client", "server", "both"]);
         // 30 ticks of 10 ms over 600 operations: 500 us each.
@@ -538,8 +524,8 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         assert_eq!(table.len(), 5);
         assert!(table[2].contains("500.0 (500.0-500.0)"), "{}", table[2]);
         // Rounds without CPU lines give no figures.
-        assert!(cpu_figures(&rounds_of(&[NODE2])).is_empty());
-        assert!(cpu_figures(&kind_of_rounds(&[NODE2], CPU_ROUND)).is_empty());
+        let m = measured(&[NODE2]);
+        assert!(cpu_figures(&m.rounds).is_empty() && cpu_figures(&m.cpu_rounds).is_empty());
         assert_eq!(cpu_line(&[]), None);
     }
 

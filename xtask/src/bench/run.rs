@@ -81,7 +81,7 @@ pub const SCALE_CALLS: u32 = 200;
 const SCALE_BARRIERS: u32 = 50;
 
 /// Memory of an application phase's VMs in MiB, and its upper bound.
-const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
+pub(super) const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
 
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
@@ -223,17 +223,19 @@ impl Setup {
         Ok(logs)
     }
 
-    /// Boots a VM of `memory_mib` per role, logging into `logs`, each given
+    /// Boots a VM of `memory_mib` per role, logging into the run's log
+    /// subdirectory `dir` (the log directory itself if empty), each given
     /// `args` and node 2 also node 1's address as its peer when `peer`, and
     /// waits up to `timeout` for them.
-    fn boot_each(
+    pub(super) fn boot_each(
         &self,
-        logs: &Path,
+        dir: &str,
         roles: Vec<String>,
         args: Vec<String>,
         peer: bool,
         (memory_mib, timeout): (u32, Duration),
     ) -> Result<Phase> {
+        let logs = self.logs_of(dir)?;
         let extra = |i: usize| {
             let mut args = args.clone();
             if peer && i == 2 {
@@ -241,21 +243,9 @@ impl Setup {
             }
             args
         };
-        let mut spec = self.spec(roles, &extra, logs);
+        let mut spec = self.spec(roles, &extra, &logs);
         spec.memory_mib = memory_mib;
         boot(&spec, timeout)
-    }
-
-    /// Boots the application phase's cluster of `roles`, each given `args`,
-    /// logging into `dir`, and waits for it (see [`super::apps::phase`]).
-    pub(super) fn boot_apps(
-        &self,
-        dir: &str,
-        roles: Vec<String>,
-        args: Vec<String>,
-    ) -> Result<Phase> {
-        let logs = self.logs_of(dir)?;
-        self.boot_each(&logs, roles, args, false, APPS_VMS)
     }
 }
 
@@ -305,7 +295,7 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     ];
     args.extend(bw_params(plan.iters));
     let roles = vec!["bench-native-server".into(), "bench-native-client".into()];
-    setup.boot_each(&setup.logs, roles, args, true, COMPARISON_VMS)
+    setup.boot_each("", roles, args, true, COMPARISON_VMS)
 }
 
 /// Name of round `round` of the lock contention phase of `contenders`
@@ -318,24 +308,23 @@ pub fn lock_phase_name(contenders: usize, round: u32) -> String {
 /// turns on one lock kept by one more node (node 1, which does not
 /// contend), `lock_iters` pairs each, logging into [`lock_phase_name`].
 pub fn lock_phase(setup: &Setup, contenders: usize, round: u32, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs_of(&lock_phase_name(contenders, round))?;
     let roles = vec!["bench-lock".into(); contenders + 1];
     let args = vec![format!("lite.lockiters={lock_iters}")];
-    setup.boot_each(&logs, roles, args, false, LOCK_VMS)
+    let dir = lock_phase_name(contenders, round);
+    setup.boot_each(&dir, roles, args, false, LOCK_VMS)
 }
 
 /// The memory region phase: node 1 serves the native baseline's regions
 /// and holds LITE's LMRs, node 2 measures both; `iters` operations per
 /// series, logging into `regions/`.
 pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
-    let logs = setup.logs_of("regions")?;
     let roles = vec!["bench-regions-server".into(), "bench-regions-client".into()];
     let args = vec![
         format!("lite.iters={iters}"),
         format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
         format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
     ];
-    setup.boot_each(&logs, roles, args, true, REGIONS_VMS)
+    setup.boot_each("regions", roles, args, true, REGIONS_VMS)
 }
 
 /// Rounds of the process curve: each step's LITE/native ratio is the
@@ -351,13 +340,12 @@ pub fn scale_barriers(iters: u32) -> u32 {
 /// timing its join, `barriers` barriers and all-to-all RPC, logging into
 /// `cluster<nodes>/`.
 pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase> {
-    let logs = setup.logs_of(&format!("cluster{nodes}"))?;
     let roles = vec!["bench-scale".into(); nodes];
     let args = vec![
         format!("lite.iters={barriers}"),
         format!("lite.scalecalls={SCALE_CALLS}"),
     ];
-    setup.boot_each(&logs, roles, args, false, CLUSTER_VMS)
+    setup.boot_each(&format!("cluster{nodes}"), roles, args, false, CLUSTER_VMS)
 }
 
 /// Operations of each step of the process curve for `--iters`.
@@ -370,7 +358,6 @@ pub fn process_step_ops(iters: u32) -> u32 {
 /// node 2 runs the processes; `step_ops` operations per step, shared by
 /// its processes; logging into `processes/`.
 pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
-    let logs = setup.logs_of("processes")?;
     let roles = vec![
         "bench-processes-server".into(),
         "bench-processes-client".into(),
@@ -380,7 +367,7 @@ pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
         format!("lite.processrounds={PROCESS_ROUNDS}"),
         format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
     ];
-    setup.boot_each(&logs, roles, args, true, PROCESSES_VMS)
+    setup.boot_each("processes", roles, args, true, PROCESSES_VMS)
 }
 
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
