@@ -320,12 +320,9 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     // The joins above fail, so the synchronization calls still find the
     // node outside the cluster.
     cases.extend(sync::before_join_cases(kernel));
+    let skipped = skip.then_some("node joined before the test started");
     for (description, case) in cases {
-        if skip {
-            tap.skip(&description, "node joined before the test started");
-        } else {
-            tap.check(&description, case());
-        }
+        tap.check_or_skip(&description, skipped, case);
     }
 }
 
