@@ -151,7 +151,7 @@ fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
 }
 
 /// Takes the free `lock_` and releases it.
-fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
+pub(super) fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
     expect_zero(lock(kernel, lock_))
         .and_then(|()| expect_zero(unlock(kernel, lock_)))
         .map_err(|e| format!("lock or unlock: {e}"))
@@ -1203,18 +1203,6 @@ mod tests {
         assert_eq!(child_main(&child, &args), Some(0));
         assert_eq!(read_u64(&kernel, lmr.handle(), COUNTER_OFFSET, pw), Ok(5));
         lmr.free().expect("free");
-    }
-
-    #[test]
-    fn the_holder_is_the_thread_and_the_process() {
-        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
-        let held = create_lock(&kernel, 1).expect("create_lock");
-        assert_eq!(lock(&kernel, &held), 0);
-        let other = kernel.other_process();
-        assert_eq!(unlock(&other, &held), -c_long::from(libc::EPERM));
-        assert_eq!(lock(&kernel, &held), -c_long::from(libc::EDEADLK));
-        assert_eq!(unlock(&kernel, &held), 0);
-        assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
     }
 
     #[test]
