@@ -699,15 +699,9 @@ fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, 
         tap.skip(&description, "the cluster is large enough to include it");
     }
 
-    let none = Priority::None.as_raw();
-    let value = 0x0123_4567_89ab_cdef_u64.to_le_bytes();
+    let seed = pattern::seed(&[u64::from(target), u64::from(ALLOC_ATOMIC)]);
     let atomic = Region::alloc(kernel, target, 8, ALLOC_ATOMIC, password).and_then(|lmr| {
-        lmr.write(0, &value, none)?;
-        let mut back = [0u8; 8];
-        lmr.read(0, &mut back, none)?;
-        if back != value {
-            return Err(format!("read back {back:02x?}, wrote {value:02x?}"));
-        }
+        whole_round_trip(&lmr, seed, Priority::None.as_raw(), &mut Vec::new())?;
         lmr.free()
     });
     tap.check(

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
 use super::io::{
-    barrier, check_free, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages,
+    barrier, check_free, handle_of, name_of, publish, read_vec, stats, write_ok, InStep, UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
@@ -291,11 +291,6 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     }
 }
 
-/// Publishes `lmr` as `name`, for reading and writing.
-fn publish<K: Kernel>(kernel: &K, lmr: &Region<'_, K>, name: u64, pw: u64) -> Result<(), String> {
-    expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-}
-
 /// The counters process exit must restore.
 fn leak_view(s: &LiteStats) -> [u64; 8] {
     [
@@ -318,7 +313,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     let name = name_of(LEAK_NAME, me);
     let published = if real {
         Region::alloc(kernel, me, 4096, 0, password)
-            .and_then(|lmr| publish(kernel, &lmr, name, password).map(|()| lmr))
+            .and_then(|lmr| publish(kernel, name, lmr.handle(), password).map(|()| lmr))
     } else {
         Err(WHY_SKIPPED.to_string())
     };
@@ -381,7 +376,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         let published = lmr
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|lmr| publish(kernel, lmr, name, pw));
+            .and_then(|lmr| publish(kernel, name, lmr.handle(), pw));
         tap.check(
             &format!("node {me}: {size} B shared LMR for concurrent child processes allocated and published"),
             published,
