@@ -320,12 +320,9 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     // The joins above fail, so the synchronization calls still find the
     // node outside the cluster.
     cases.extend(sync::before_join_cases(kernel));
+    let skipped = skip.then_some("node joined before the test started");
     for (description, case) in cases {
-        if skip {
-            tap.skip(&description, "node joined before the test started");
-        } else {
-            tap.check(&description, case());
-        }
+        tap.check_or_skip(&description, skipped, case);
     }
 }
 
@@ -702,15 +699,9 @@ fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, 
         tap.skip(&description, "the cluster is large enough to include it");
     }
 
-    let none = Priority::None.as_raw();
-    let value = 0x0123_4567_89ab_cdef_u64.to_le_bytes();
+    let seed = pattern::seed(&[u64::from(target), u64::from(ALLOC_ATOMIC)]);
     let atomic = Region::alloc(kernel, target, 8, ALLOC_ATOMIC, password).and_then(|lmr| {
-        lmr.write(0, &value, none)?;
-        let mut back = [0u8; 8];
-        lmr.read(0, &mut back, none)?;
-        if back != value {
-            return Err(format!("read back {back:02x?}, wrote {value:02x?}"));
-        }
+        whole_round_trip(&lmr, seed, Priority::None.as_raw(), &mut Vec::new())?;
         lmr.free()
     });
     tap.check(

@@ -114,6 +114,22 @@ impl<W: Write> Tap<W> {
             .ok()
     }
 
+    /// Reports `outcome()` as one test point, or skips it (not calling
+    /// `outcome`) for the reason `skipped` gives.
+    pub fn check_or_skip(
+        &mut self,
+        description: &str,
+        skipped: Option<&str>,
+        outcome: impl FnOnce() -> Result<(), String>,
+    ) {
+        match skipped {
+            Some(reason) => self.skip(description, reason),
+            None => {
+                self.check(description, outcome());
+            }
+        }
+    }
+
     /// Reports a test point that could not be run here; TAP counts it as passed.
     pub fn skip(&mut self, description: &str, reason: &str) {
         self.point(true, description, &format!(" # SKIP {}", sanitize(reason)));

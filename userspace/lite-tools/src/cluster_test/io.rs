@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{LiteStats, PRIORITY_NONE};
+use lite::sys::{LiteStats, PERM_READ, PERM_WRITE, PRIORITY_NONE};
 
 use crate::deadline::{interrupt_at, Deadline};
 use crate::errno::{describe_error, describe_result, errno_name, expect_errno, expect_zero};
@@ -327,6 +327,11 @@ pub fn barrier<K: Kernel, W: Write>(
 /// A name published by `node`, of kind `kind`.
 pub fn name_of(kind: u16, node: u32) -> u64 {
     0x4c49_5445_0000_0000 | (u64::from(kind) << 16) | u64::from(node)
+}
+
+/// Publishes `handle` under `name` for reading and writing.
+pub fn publish<K: Kernel>(kernel: &K, name: u64, handle: u64, pw: u64) -> Result<(), String> {
+    expect_zero(kernel.add_ask_mr_table(name, handle, PERM_READ | PERM_WRITE, pw))
 }
 
 /// This node's counters.

@@ -116,22 +116,19 @@ pub(super) fn run<K: Kernel, W: Write>(
             None => SocketAddr::new(IpAddr::V4(config.cm), FAKE_MANAGER_PORT),
             Some(_) => manager,
         };
-        let description = case.description(target);
-        if skip {
-            tap.skip(&description, "node joined before the test started");
-            continue;
-        }
-        if !kernel.checks_cluster_secret() {
-            tap.skip(&description, WHY_SKIPPED);
-            continue;
-        }
-        let outcome = match case.held {
-            None => own_address(config.cm).and_then(|ip| {
-                join_fake_manager(SocketAddr::new(IpAddr::V4(ip), FAKE_MANAGER_PORT))
-            }),
-            _ => join_in_child(case, target),
+        let skipped = match skip {
+            true => Some("node joined before the test started"),
+            false => (!kernel.checks_cluster_secret()).then_some(WHY_SKIPPED),
         };
-        tap.check(&description, outcome.and_then(|()| still_out(kernel)));
+        tap.check_or_skip(&case.description(target), skipped, || {
+            match case.held {
+                None => own_address(config.cm).and_then(|ip| {
+                    join_fake_manager(SocketAddr::new(IpAddr::V4(ip), FAKE_MANAGER_PORT))
+                }),
+                _ => join_in_child(case, target),
+            }
+            .and_then(|()| still_out(kernel))
+        });
     }
 }
 

@@ -37,10 +37,11 @@ use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 use super::processes::{
     child_args, child_command, collect, finish, report_point, run_child, ChildPoints,
 };
+use super::sync::{create_lock, lock_and_unlock};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
-use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::errno::{describe_result, expect_errno};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::next_node;
@@ -157,7 +158,7 @@ fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
         (lmr, lmr_round_trip(kernel, probe)),
         (
             format!("can create a lock on node {me}, lock and unlock it"),
-            lock_round_trip(kernel, me),
+            create_lock(kernel, me).and_then(|lock| lock_and_unlock(kernel, &lock)),
         ),
     ]
 }
@@ -168,22 +169,8 @@ fn lmr_round_trip<K: Kernel>(kernel: &K, probe: Probe) -> Result<(), String> {
     let (me, target, password) = (probe.me, probe.target, probe.password);
     let lmr = Region::alloc(kernel, target, LMR_SIZE, 0, password)?;
     let seed = pattern::seed(&[u64::from(me), u64::from(target), u64::from(NOBODY)]);
-    let mut data = vec![0u8; LMR_SIZE as usize];
-    pattern::fill(seed, 0, &mut data);
-    lmr.write(0, &data, PRIORITY_NONE)?;
-    pattern::poison(seed, 0, &mut data);
-    lmr.read(0, &mut data, PRIORITY_NONE)?;
-    pattern::verify(seed, 0, &data).map_err(|m| format!("data read back differs: {m}"))?;
+    super::whole_round_trip(&lmr, seed, PRIORITY_NONE, &mut Vec::new())?;
     lmr.free()
-}
-
-/// Creates a lock kept by node `me`, takes it and releases it.
-fn lock_round_trip<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    let lock = super::sync::create_lock(kernel, me)?;
-    // SAFETY: `lock` was filled in by create_lock and outlives the call.
-    expect_zero(unsafe { kernel.lock(&lock) }).map_err(|e| format!("lock: {e}"))?;
-    // SAFETY: as above.
-    expect_zero(unsafe { kernel.unlock(&lock) }).map_err(|e| format!("unlock: {e}"))
 }
 
 /// The node must be a member as before, and this process's calls must

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
 use super::io::{
-    barrier, check_free, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages,
+    barrier, check_free, handle_of, name_of, publish, read_vec, stats, write_ok, InStep, UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
@@ -115,14 +115,30 @@ pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints
     collect_with(out, until_ready, |_| {})
 }
 
+/// The first of a child's `points` that failed, as `WHAT: REASON`.
+pub(super) fn first_failure(points: ChildPoints) -> Result<(), String> {
+    let mut failed = points
+        .into_iter()
+        .filter_map(|(what, r)| Some((what, r.err()?)));
+    failed
+        .next()
+        .map_or(Ok(()), |(what, e)| Err(format!("{what}: {e}")))
+}
+
 /// Leaves a failed `outcome` as it is; otherwise makes it the first of
 /// the child's `points` that failed.
 pub(super) fn keep_first_failure(outcome: &mut Result<(), String>, points: ChildPoints) {
-    for (what, result) in points {
-        if outcome.is_ok() {
-            *outcome = result.map_err(|e| format!("child: {what}: {e}"));
-        }
+    if outcome.is_ok() {
+        *outcome = first_failure(points).map_err(|e| format!("child: {e}"));
     }
+}
+
+/// The outcome of a child's points: all passed, and `expected` of them.
+pub(super) fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
+    if points.len() != expected {
+        return Err(format!("reported {} of {expected} checks", points.len()));
+    }
+    first_failure(points)
 }
 
 /// Every point `child` reports until it ends, once it ended well.
@@ -240,16 +256,6 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
     }
 }
 
-/// Reports `outcome` as the point `case`; skips it where no child process
-/// could run (`real` false).
-fn check_if_real<W: Write>(tap: &mut Tap<W>, real: bool, case: &str, outcome: Result<(), String>) {
-    if real {
-        tap.check(case, outcome);
-    } else {
-        tap.skip(case, WHY_SKIPPED);
-    }
-}
-
 /// Ends this process with `SIGALRM` once it ran for [`CHILD_TIME_LIMIT`];
 /// for a child, as it starts.
 fn limit_child_time() {
@@ -285,11 +291,6 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     }
 }
 
-/// Publishes `lmr` as `name`, for reading and writing.
-fn publish<K: Kernel>(kernel: &K, lmr: &Region<'_, K>, name: u64, pw: u64) -> Result<(), String> {
-    expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-}
-
 /// The counters process exit must restore.
 fn leak_view(s: &LiteStats) -> [u64; 8] {
     [
@@ -312,7 +313,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     let name = name_of(LEAK_NAME, me);
     let published = if real {
         Region::alloc(kernel, me, 4096, 0, password)
-            .and_then(|lmr| publish(kernel, &lmr, name, password).map(|()| lmr))
+            .and_then(|lmr| publish(kernel, name, lmr.handle(), password).map(|()| lmr))
     } else {
         Err(WHY_SKIPPED.to_string())
     };
@@ -323,9 +324,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
             let before = stats(kernel)?;
             let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
             let points = points_of(spawn_kind("leak", &args)?)?;
-            let mut outcome = Ok(());
-            keep_first_failure(&mut outcome, points);
-            outcome?;
+            first_failure(points).map_err(|e| format!("child: {e}"))?;
 
             // Cleanup happens at exit; wait for every node's child.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -344,7 +343,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     };
     // Judged after every node's child is gone.
     after(tap, "the exiting children")?;
-    check_if_real(tap, real, &case, outcome);
+    tap.check_or_skip(&case, (!real).then_some(WHY_SKIPPED), || outcome);
     check_free(tap, me, "the LMR the exiting child mapped", published.ok());
     Ok(())
 }
@@ -377,7 +376,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         let published = lmr
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|lmr| publish(kernel, lmr, name, pw));
+            .and_then(|lmr| publish(kernel, name, lmr.handle(), pw));
         tap.check(
             &format!("node {me}: {size} B shared LMR for concurrent child processes allocated and published"),
             published,
@@ -425,7 +424,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         outcome = outcome.and(finish(child));
     }
     after(tap, "every child process read the other regions")?;
-    check_if_real(tap, real, &case, outcome);
+    tap.check_or_skip(&case, (!real).then_some(WHY_SKIPPED), || outcome);
     check_free(tap, me, "the LMR shared by child processes", shared);
     Ok(())
 }

@@ -31,8 +31,8 @@ use super::io::{
     barrier, check_errno, check_zero, outcome_of, write_debugfs_line, InStep, OutOfStep,
 };
 use super::processes::{
-    collect, finish, keep_first_failure, points_of, ready_then_wait, report_point, spawn,
-    WHY_SKIPPED,
+    child_outcome, collect, finish, first_failure, keep_first_failure, points_of, ready_then_wait,
+    report_point, spawn, WHY_SKIPPED,
 };
 use super::target_name;
 use crate::cluster_test::io::unless;
@@ -510,35 +510,45 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let me = at.me;
     let service = (SERVICE_PORT, MAX_MESSAGE_SIZE);
     let registered = register_checked(kernel, tap, me, service, "lite-test-service");
+    let threads = if registered == 0 { SERVER_THREADS } else { 0 };
+    let ((), closed, served) = serving(kernel, SERVICE_PORT, threads, || {
+        served_cases(kernel, tap, at)
+    })?;
+    let point = format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0");
+    check_zero(tap, &point, closed);
+    if served.is_empty() {
+        return Ok(());
+    }
+    let requests: u64 = served.iter().map(|served| served.requests).sum();
+    tap.comment(&format!(
+        "node {me}: the service threads answered {requests} requests"
+    ));
+    let point = format!("node {me}: {SERVER_THREADS} service threads answered every request and returned -ESHUTDOWN or -ENOENT once the port was closed");
+    tap.check(&point, served.iter().try_for_each(Served::verdict));
+    Ok(())
+}
+
+/// Serves `port` with `threads` service threads, every other one replying
+/// and receiving in one call, while `body` runs; then closes the port,
+/// which ends them (out of step too). What `body` gave, the raw result of
+/// the closing, and what each thread served.
+fn serving<T>(
+    kernel: &impl Kernel,
+    port: u32,
+    threads: u32,
+    body: impl FnOnce() -> Result<T, OutOfStep>,
+) -> Result<(T, c_long, Vec<Served>), OutOfStep> {
     std::thread::scope(|scope| {
-        // Every other one replies and receives in one call.
-        let servers: Vec<_> = (0..if registered == 0 { SERVER_THREADS } else { 0 })
-            .map(|index| scope.spawn(move || serve(kernel, SERVICE_PORT, index % 2 == 1)))
+        let servers: Vec<_> = (0..threads)
+            .map(|index| scope.spawn(move || serve(kernel, port, index % 2 == 1)))
             .collect();
-        if let Err(out_of_step) = served_cases(kernel, tap, at) {
-            // Closing the port ends the service threads, which the scope
-            // waits for.
-            kernel.unregister_application(SERVICE_PORT);
-            return Err(out_of_step);
-        }
-        let point = format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0");
-        check_zero(tap, &point, kernel.unregister_application(SERVICE_PORT));
-        if servers.is_empty() {
-            return Ok(());
-        }
-        let mut requests = 0;
-        let mut outcome = Ok(());
-        for server in servers {
-            let served = Served::joined(server);
-            requests += served.requests;
-            outcome = outcome.and_then(|()| served.verdict());
-        }
-        tap.comment(&format!(
-            "node {me}: the service threads answered {requests} requests"
-        ));
-        let point = format!("node {me}: {SERVER_THREADS} service threads answered every request and returned -ESHUTDOWN or -ENOENT once the port was closed");
-        tap.check(&point, outcome);
-        Ok(())
+        let ran = body();
+        let closed = kernel.unregister_application(port);
+        Ok((
+            ran?,
+            closed,
+            servers.into_iter().map(Served::joined).collect(),
+        ))
     })
 }
 

@@ -13,7 +13,8 @@ use lite::sys::{PERM_READ, PERM_SHARE, PERM_WRITE};
 
 use super::io::{
     barrier, check_errno, check_handle, check_zero, expect_async_read_errno,
-    expect_async_write_errno, name_of, read_at, read_vec, write_at, write_ok, InStep, UserPages,
+    expect_async_write_errno, name_of, publish, read_at, read_vec, write_at, write_ok, InStep,
+    UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
@@ -41,11 +42,6 @@ const DATA_LEN: usize = 65536;
 const SLOT: usize = 64;
 const STAMP: usize = 16;
 const SLOTS_LEN: usize = SLOT * 64;
-
-/// Publishes `handle` under `name` for reading and writing.
-fn publish<K: Kernel>(kernel: &K, name: u64, handle: u64, pw: u64) -> Result<(), String> {
-    expect_zero(kernel.add_ask_mr_table(name, handle, PERM_READ | PERM_WRITE, pw))
-}
 
 fn stamp(writer: u32, owner: u32, kind: u16) -> Vec<u8> {
     let mut data = vec![0u8; STAMP];

@@ -29,7 +29,7 @@ use super::io::{
     BARRIER_LIMIT, NO_DEBUGFS,
 };
 use super::processes::{
-    collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go, ChildPoints,
+    child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go,
     WHY_SKIPPED,
 };
 use super::rpc::Blocker;
@@ -151,7 +151,7 @@ fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
 }
 
 /// Takes the free `lock_` and releases it.
-fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
+pub(super) fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
     expect_zero(lock(kernel, lock_))
         .and_then(|()| expect_zero(unlock(kernel, lock_)))
         .map_err(|e| format!("lock or unlock: {e}"))
@@ -378,17 +378,6 @@ fn owner_publishes<'k, K: Kernel, W: Write>(
     });
     tap.check(&point, status(&outcome));
     outcome.ok()
-}
-
-/// The outcome of a child's points: all passed, and `expected` of them.
-fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
-    if points.len() != expected {
-        return Err(format!("reported {} of {expected} checks", points.len()));
-    }
-    for (what, result) in points {
-        result.map_err(|e| format!("{what}: {e}"))?;
-    }
-    Ok(())
 }
 
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
@@ -722,15 +711,9 @@ fn exiting_holder<K: Kernel, W: Write>(
 ) {
     let description =
         format!("node {me}: a child process that exits holding the lock hands it to a waiter of this process");
-    if !kernel.spawns_processes() {
-        tap.skip(&description, WHY_SKIPPED);
-        return;
-    }
-    let Some(lock_) = local else {
-        tap.not_ok(&description, "no lock");
-        return;
-    };
-    let outcome = (|| -> Result<(), String> {
+    let skipped = (!kernel.spawns_processes()).then_some(WHY_SKIPPED);
+    tap.check_or_skip(&description, skipped, || {
+        let lock_ = local.ok_or("no lock")?;
         let mut child = spawn_kind("sync-hold", &[&lock_.home, &lock_.number])?;
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut points = collect(&mut out, true);
@@ -764,8 +747,7 @@ fn exiting_holder<K: Kernel, W: Write>(
             })?;
             got
         })
-    })();
-    tap.check(&description, outcome);
+    });
 }
 
 /// `lite_set_priority` returns the previous default and rejects unknown
@@ -861,18 +843,14 @@ fn debugfs<K: Kernel, W: Write>(
 ) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let read = || read_debugfs_as(kernel, STATS_FILE, parse_stats);
-    let available = kernel.read_debugfs(STATS_FILE).is_some();
-    // Each point, or its skip on a kernel without debugfs.
-    let report = |tap: &mut Tap<W>, description: &str, outcome: Result<(), String>| {
-        if available {
-            tap.check(description, outcome);
-        } else {
-            tap.skip(description, NO_DEBUGFS);
-        }
-    };
+    // Each point is skipped on a kernel without debugfs.
+    let skipped = kernel
+        .read_debugfs(STATS_FILE)
+        .is_none()
+        .then_some(NO_DEBUGFS);
     let first = read();
     let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
-    report(tap, &description, status(&first));
+    tap.check_or_skip(&description, skipped, || status(&first));
 
     // Nothing else happens on any node between the two readings.
     barrier(kernel, tap, nodes, "reading the statistics file")?;
@@ -886,7 +864,7 @@ fn debugfs<K: Kernel, W: Write>(
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
-    report(tap, &description, status(&agree));
+    tap.check_or_skip(&description, skipped, || status(&agree));
     let sensible = agree.and_then(|s: LiteStats| {
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
@@ -899,7 +877,7 @@ fn debugfs<K: Kernel, W: Write>(
         })
     });
     let description = format!("node {me}: the counters show a connection to every other node, this node's locks and the lock waits of the order case");
-    report(tap, &description, sensible);
+    tap.check_or_skip(&description, skipped, || sensible);
 
     let description = format!("node {me}: fetch_adds, locks, a high-priority write and a low-priority read grow the statistics file's counters and rows");
     let outcome = (|| -> Result<(), String> {
@@ -928,7 +906,7 @@ fn debugfs<K: Kernel, W: Write>(
         data.free()?;
         growth(&before, &read()?)
     })();
-    report(tap, &description, outcome);
+    tap.check_or_skip(&description, skipped, || outcome);
 
     let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
     let outcome = (|| -> Result<(), String> {
@@ -947,7 +925,7 @@ fn debugfs<K: Kernel, W: Write>(
         }
         write_param(enabled, original)
     })();
-    report(tap, &description, outcome);
+    tap.check_or_skip(&description, skipped, || outcome);
     Ok(())
 }
 
@@ -1225,18 +1203,6 @@ mod tests {
         assert_eq!(child_main(&child, &args), Some(0));
         assert_eq!(read_u64(&kernel, lmr.handle(), COUNTER_OFFSET, pw), Ok(5));
         lmr.free().expect("free");
-    }
-
-    #[test]
-    fn the_holder_is_the_thread_and_the_process() {
-        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
-        let held = create_lock(&kernel, 1).expect("create_lock");
-        assert_eq!(lock(&kernel, &held), 0);
-        let other = kernel.other_process();
-        assert_eq!(unlock(&other, &held), -c_long::from(libc::EPERM));
-        assert_eq!(lock(&kernel, &held), -c_long::from(libc::EDEADLK));
-        assert_eq!(unlock(&kernel, &held), 0);
-        assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
     }
 
     #[test]

@@ -69,21 +69,19 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
     let description = format!(
         "node {me}: {CALLER_CHILDREN} child processes x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request"
     );
-    if !real {
-        tap.skip(&description, WHY_SKIPPED);
-        return;
-    }
-    let mut outcome = started;
-    for mut child in children {
-        let points = match child.stdout.take() {
-            Some(out) => collect(&mut BufReader::new(out), false),
-            None => vec![("report".into(), Err("no stdout".into()))],
-        };
-        let finished = finish(child);
-        keep_first_failure(&mut outcome, points);
-        outcome = outcome.and(finished);
-    }
-    tap.check(&description, outcome);
+    tap.check_or_skip(&description, (!real).then_some(WHY_SKIPPED), || {
+        let mut outcome = started;
+        for mut child in children {
+            let points = match child.stdout.take() {
+                Some(out) => collect(&mut BufReader::new(out), false),
+                None => vec![("report".into(), Err("no stdout".into()))],
+            };
+            let finished = finish(child);
+            keep_first_failure(&mut outcome, points);
+            outcome = outcome.and(finished);
+        }
+        outcome
+    });
 }
 
 /// Multicasts `request` to `targets` on `port`, with room for a reply as

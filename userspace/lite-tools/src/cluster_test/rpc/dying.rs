@@ -140,12 +140,8 @@ fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
         return Err("no stdout".into());
     };
     let mut out = BufReader::new(out);
-    let registered = collect(&mut out, true)
-        .into_iter()
-        .try_for_each(|(what, result)| {
-            result.map_err(|e| format!("the server process: {what}: {e}"))
-        });
-    if let Err(e) = registered {
+    let registered = first_failure(collect(&mut out, true));
+    if let Err(e) = registered.map_err(|e| format!("the server process: {e}")) {
         kill(child);
         return Err(e);
     }
@@ -169,9 +165,7 @@ fn end_dying_server(mut server: DyingServer, killed: bool) -> Result<(), String>
     } else {
         finish(server.child)
     };
-    for (what, result) in points {
-        result.map_err(|e| format!("the server process: {what}: {e}"))?;
-    }
+    first_failure(points).map_err(|e| format!("the server process: {e}"))?;
     ended
 }
 

@@ -258,13 +258,9 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
     let exiting = format!(
         "node {me}: a process exiting without answering a request fails its caller with -ECONNRESET and closes its port"
     );
-    if !kernel.spawns_processes() {
-        tap.skip(&foreign, WHY_SKIPPED);
-        tap.skip(&exiting, WHY_SKIPPED);
-        return;
-    }
-    tap.check(&foreign, foreign_process(kernel, me));
-    tap.check(&exiting, exiting_process(kernel, me));
+    let skipped = (!kernel.spawns_processes()).then_some(WHY_SKIPPED);
+    tap.check_or_skip(&foreign, skipped, || foreign_process(kernel, me));
+    tap.check_or_skip(&exiting, skipped, || exiting_process(kernel, me));
 }
 
 /// Runs a child `foreign` case against a descriptor and a queued one-way
@@ -289,13 +285,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
             .map_err(|e| format!("the owner's reply after the child: {e}"));
         let called = outcome_of(calling, "panicked").map_err(|e| format!("the caller: {e}"));
-        let points = points?;
-        if points.len() != 3 {
-            return Err(format!("the child reported {} of 3 checks", points.len()));
-        }
-        for (what, result) in points {
-            result.map_err(|e| format!("child: {what}: {e}"))?;
-        }
+        child_outcome(points?, 3).map_err(|e| format!("child: {e}"))?;
         answered.and(called)
     });
     let closed = expect_zero(kernel.unregister_application(PRIVATE_PORT))
@@ -319,9 +309,7 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
     };
     points.extend(collect(&mut out, false));
     let finished = finish(child);
-    for (what, result) in points {
-        result.map_err(|e| format!("child: {what}: {e}"))?;
-    }
+    first_failure(points).map_err(|e| format!("child: {e}"))?;
     finished?;
     expect_errno(called, libc::ECONNRESET).map_err(|e| format!("the caller: {e}"))?;
     expect_errno(kernel.query_port(me, EXIT_PORT), libc::ECONNREFUSED)

@@ -220,47 +220,38 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
     let (me, nodes) = (at.me, at.nodes);
     let port = storm_port(round);
     let registered = register(kernel, port, STORM_MAX as u64, "lite-test-storm");
-    std::thread::scope(|scope| {
-        // Every other one replies and receives in one call.
-        let servers: Vec<_> = (0..if registered == 0 { STORM_SERVERS } else { 0 })
-            .map(|index| scope.spawn(move || serve(kernel, port, index % 2 == 1)))
-            .collect();
+    let threads = if registered == 0 { STORM_SERVERS } else { 0 };
+    let (stormed, closed, served) = serving(kernel, port, threads, || {
         let registering = format!("registering the port {port} of storm round {round}");
-        let stormed = barrier(kernel, tap, nodes, &registering)
-            .map(|()| storm_threads(kernel, me, nodes, round))
-            // Nobody calls the port any more once every node passed this.
-            .and_then(|stormed| {
-                barrier(kernel, tap, nodes, &format!("storm round {round}")).map(|()| stormed)
-            });
-        // Closing the port ends the service threads' receives.
-        let closed = kernel.unregister_application(port);
-        let stormed = stormed?;
-        let served: Vec<Served> = servers.into_iter().map(Served::joined).collect();
-        let expected = storm_requests_to(me, nodes);
-        let answered: u64 = served.iter().map(|s| s.requests).sum();
-        let each: Vec<String> = served.iter().map(|s| s.requests.to_string()).collect();
-        tap.comment(&format!(
-            "node {me}: storm round {round}: the service threads answered [{}] requests, {answered} of the {expected} sent to port {port} of this node",
-            each.join(", ")
+        barrier(kernel, tap, nodes, &registering)?;
+        let stormed = storm_threads(kernel, me, nodes, round);
+        // Nobody calls the port any more once every node passed this.
+        barrier(kernel, tap, nodes, &format!("storm round {round}")).map(|()| stormed)
+    })?;
+    let expected = storm_requests_to(me, nodes);
+    let answered: u64 = served.iter().map(|s| s.requests).sum();
+    let each: Vec<String> = served.iter().map(|s| s.requests.to_string()).collect();
+    tap.comment(&format!(
+        "node {me}: storm round {round}: the service threads answered [{}] requests, {answered} of the {expected} sent to port {port} of this node",
+        each.join(", ")
+    ));
+    let registered =
+        expect_zero(registered).map_err(|e| format!("register_application(port {port}): {e}"));
+    let closed =
+        expect_zero(closed).map_err(|e| format!("unregister_application(port {port}): {e}"));
+    let mut outcome = registered.and(stormed).and(closed);
+    for (index, served) in served.iter().enumerate() {
+        let verdict = served.verdict();
+        outcome = outcome.and(verdict.map_err(|e| format!("service thread {index}: {e}")));
+    }
+    if answered > expected && outcome.is_ok() {
+        outcome = Err(format!(
+            "the service threads answered {answered} requests, more than the {expected} sent: some were served twice"
         ));
-        let registered =
-            expect_zero(registered).map_err(|e| format!("register_application(port {port}): {e}"));
-        let closed =
-            expect_zero(closed).map_err(|e| format!("unregister_application(port {port}): {e}"));
-        let mut outcome = registered.and(stormed).and(closed);
-        for (index, served) in served.iter().enumerate() {
-            let verdict = served.verdict();
-            outcome = outcome.and(verdict.map_err(|e| format!("service thread {index}: {e}")));
-        }
-        if answered > expected && outcome.is_ok() {
-            outcome = Err(format!(
-                "the service threads answered {answered} requests, more than the {expected} sent: some were served twice"
-            ));
-        }
-        let point = format!("node {me}: storm round {round} on port {port}, first use: {STORM_MULTICASTERS} multicasting and {STORM_CALLERS} calling threads x {STORM_REQUESTS} requests of {} B to {STORM_MAX} B to all {nodes} nodes, started at once with port lookups, each get the transformed reply within {STORM_CALL_LIMIT:?}", STORM_SIZES[0]);
-        tap.check(&point, outcome);
-        Ok(())
-    })
+    }
+    let point = format!("node {me}: storm round {round} on port {port}, first use: {STORM_MULTICASTERS} multicasting and {STORM_CALLERS} calling threads x {STORM_REQUESTS} requests of {} B to {STORM_MAX} B to all {nodes} nodes, started at once with port lookups, each get the transformed reply within {STORM_CALL_LIMIT:?}", STORM_SIZES[0]);
+    tap.check(&point, outcome);
+    Ok(())
 }
 
 #[cfg(test)]
