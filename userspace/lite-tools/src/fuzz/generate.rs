@@ -412,11 +412,7 @@ impl Planner<'_, '_> {
     /// The password of a new LMR: mostly the shared one, so that other
     /// fuzzers can map it once it is published.
     fn lmr_password(&mut self) -> u64 {
-        if self.rng.percent(80) {
-            SHARED_PASSWORD
-        } else {
-            self.rng.next_u64()
-        }
+        self.rng.or_random(80, SHARED_PASSWORD)
     }
 
     fn made_up_handle(&mut self) -> u64 {
@@ -537,15 +533,19 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// A buffer for a received message of up to `room` bytes; whether
-    /// every message (at least one byte) would fault, so that the receive
-    /// certainly fails (a message, or the lack of one, is an error).
-    fn message_buffer(&mut self, room: u64) -> (u64, bool) {
-        let (buf, _) = self.buffer(room, true, Area::Async);
+    /// What a receive names: a port, the largest message (one of
+    /// `sizes`) and a buffer for it; whether every message (at least one
+    /// byte) would fault, so that the receive certainly fails (a message,
+    /// or the lack of one, is an error).
+    fn receive_target<const N: usize>(&mut self, sizes: &[u64; N]) -> (u64, u64, u64, bool) {
+        let port = self.some_port(65);
+        let max_size = self.rng.choose(sizes);
+        let (buf, _) = self.buffer(max_size.min(MAX_MESSAGE_SIZE), true, Area::Async);
         let bad = BadPointer::ALL
             .into_iter()
             .find(|&kind| self.ctx.arena.bad_pointer(kind) == buf);
-        (buf, bad.is_some_and(|kind| kind.faults(1, true)))
+        let faults = bad.is_some_and(|kind| kind.faults(1, true));
+        (port, max_size, buf, faults)
     }
 
     fn alloc_remote(&mut self, call: Syscall) -> Planned {
@@ -782,11 +782,7 @@ impl Planner<'_, '_> {
             _ => self.rng.choose(&[0, u64::MAX, 3]),
         };
         let (permission, refused) = self.permission(false);
-        let password = if self.rng.percent(92) {
-            SHARED_PASSWORD
-        } else {
-            self.rng.next_u64()
-        };
+        let password = self.rng.or_random(92, SHARED_PASSWORD);
         let expect = Expect::value(Value::Positive)
             .failing_if(&[(refused, "unknown permission bits"), refused_node(node)]);
         let kind = LmrKind::Mapping {
@@ -1056,11 +1052,8 @@ impl Planner<'_, '_> {
     }
 
     fn receive(&mut self, call: Syscall) -> Planned {
-        let port = self.some_port(65);
-        let max_size = self
-            .rng
-            .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX]);
-        let (buf, buf_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
+        let sizes = [0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX];
+        let (port, max_size, buf, buf_faults) = self.receive_target(&sizes);
         let descriptor = addr_of_mut!(self.out.descriptor) as u64;
         let (descriptor, descriptor_faults) = self.or_bad_pointer(92, descriptor, 8, true);
         let (flags, unknown) = self.receive_flags();
@@ -1118,9 +1111,8 @@ impl Planner<'_, '_> {
             let effect = Effect::Reply { descriptor };
             return Planned::of(call, &[buf, size, descriptor], expect, effect);
         }
-        let port = self.some_port(65);
-        let max_size = self.rng.choose(&[1, 64, 4096, MAX_MESSAGE_SIZE, u64::MAX]);
-        let (recv_buf, recv_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
+        let sizes = [1, 64, 4096, MAX_MESSAGE_SIZE, u64::MAX];
+        let (port, max_size, recv_buf, recv_faults) = self.receive_target(&sizes);
         let (flags, unknown) = self.receive_flags();
         self.out.receive = LiteReceive {
             buf: recv_buf,
@@ -1206,11 +1198,7 @@ impl Planner<'_, '_> {
         let (old, faults) = self.or_bad_pointer(90, old, 8, true);
         let priority = self.priority();
         let value = self.rng.choose(&[0, 1, u64::MAX]);
-        let value = if self.rng.percent(50) {
-            value
-        } else {
-            self.rng.next_u64()
-        };
+        let value = self.rng.or_random(50, value);
         let never_atomic = choice.record().is_some_and(|r| r.never_atomic());
         let expect = Expect::value(Value::Zero).failing_if(&[
             choice.not_ours(),
@@ -1294,22 +1282,13 @@ impl Planner<'_, '_> {
 
     /// The pointer to pass for `lock`: the out-parameter filled with it,
     /// or one of [`LOCK_BAD_POINTERS`]; whether it is bad (the call must
-    /// fail, and changes no lock).
-    fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool) {
+    /// fail), and `effect`, or none through a bad one (it changes no lock).
+    fn lock_argument(&mut self, lock: LiteLock, effect: Effect) -> (u64, bool, Effect) {
         if self.rng.percent(93) {
-            (self.out.lock_record(lock), false)
+            (self.out.lock_record(lock), false, effect)
         } else {
             let kind = self.rng.choose(&LOCK_BAD_POINTERS);
-            (self.ctx.arena.bad_pointer(kind), true)
-        }
-    }
-
-    /// `effect` if the kernel reads the lock record passed, else none.
-    fn lock_effect(bad: bool, effect: Effect) -> Effect {
-        if bad {
-            Effect::None
-        } else {
-            effect
+            (self.ctx.arena.bad_pointer(kind), true, Effect::None)
         }
     }
 
@@ -1332,7 +1311,7 @@ impl Planner<'_, '_> {
             },
             _ => (self.made_up_lock(), false),
         };
-        let (pointer, bad) = self.lock_argument(lock);
+        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Lock(lock));
         let held = held && !self.state.uncertain.contains(&lock);
         let expect = Expect::value(Value::Zero).failing_if(&[
             (bad, "a lock record the kernel cannot read"),
@@ -1340,7 +1319,6 @@ impl Planner<'_, '_> {
             (lock.number >= MAX_LOCKS, "a lock number no home keeps"),
             (lock.home >= MAX_NODES, REFUSED_NODE),
         ]);
-        let effect = Self::lock_effect(bad, Effect::Lock(lock));
         Planned::of(call, &[pointer], expect, effect).blocking(self.blocking_ms())
     }
 
@@ -1352,13 +1330,12 @@ impl Planner<'_, '_> {
             0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),
         };
-        let (pointer, bad) = self.lock_argument(lock);
+        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Unlock(lock));
         let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
         let expect = Expect::value(Value::Zero).failing_if(&[
             (bad, "a lock record the kernel cannot read"),
             (not_held, "a lock this thread does not hold"),
         ]);
-        let effect = Self::lock_effect(bad, Effect::Unlock(lock));
         Planned::of(call, &[pointer], expect, effect)
     }
 

@@ -125,6 +125,15 @@ impl Rng {
         }
     }
 
+    /// `usual` `percent` times in a hundred, else any value.
+    pub(crate) fn or_random(&mut self, percent: u32, usual: u64) -> u64 {
+        if self.percent(percent) {
+            usual
+        } else {
+            self.next_u64()
+        }
+    }
+
     /// An index into `weights`, each chosen in proportion to its weight;
     /// the last index if every weight is 0.
     pub(crate) fn weighted(&mut self, weights: &[u32]) -> usize {

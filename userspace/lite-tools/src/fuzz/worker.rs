@@ -56,13 +56,20 @@ impl Run<'_> {
 /// Makes calls for one thread (or its helper) through its call slot.
 pub(crate) struct Caller<'r, 'a> {
     pub(crate) run: &'r Run<'a>,
+    /// Its slot's index: the thread's, or past [`MAX_THREADS`] its
+    /// helper's (in races).
+    index: usize,
     pub(crate) slot: &'static CallSlot,
-    pub(crate) thread: u32,
-    /// Whether this is the thread's helper (in races).
-    pub(crate) helper: bool,
 }
 
-impl Caller<'_, '_> {
+impl<'r, 'a> Caller<'r, 'a> {
+    /// The caller of `thread`, or of its `helper`.
+    fn new(run: &'r Run<'a>, thread: u32, helper: bool) -> Self {
+        let index = thread as usize + if helper { MAX_THREADS } else { 0 };
+        let slot = &run.ctx.own().slots[index];
+        Caller { run, index, slot }
+    }
+
     /// Makes the calling thread the one this caller's calls are made on,
     /// the one signals interrupt.
     pub(crate) fn enter(&self) {
@@ -126,8 +133,7 @@ impl Caller<'_, '_> {
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
         let plan = &self.run.ctx.plan;
-        let slot = self.thread as usize + if self.helper { MAX_THREADS } else { 0 };
-        let origin = report::origin(plan.me, plan.proc as usize, slot, step);
+        let origin = report::origin(plan.me, plan.proc as usize, self.index, step);
         report::alarm(plan.shared, plan.proc as usize, &origin, what, reason);
     }
 }
@@ -188,19 +194,9 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
 /// One fuzzing thread.
 fn thread_main(run: &Run<'_>, thread: u32) {
     let own = run.ctx.own();
-    let caller = Caller {
-        run,
-        slot: &own.slots[thread as usize],
-        thread,
-        helper: false,
-    };
+    let caller = Caller::new(run, thread, false);
     caller.enter();
-    let helper = Caller {
-        run,
-        slot: &own.slots[MAX_THREADS + thread as usize],
-        thread,
-        helper: true,
-    };
+    let helper = Caller::new(run, thread, true);
     let plan = run.ctx.plan;
     let mut rng = Rng::for_stream(plan.seed, plan.me, plan.proc, thread);
     let mut state = ThreadState {
