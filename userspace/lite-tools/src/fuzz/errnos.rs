@@ -149,26 +149,6 @@ mod tests {
             .collect()
     }
 
-    /// The text of every `/* ... */` comment, one ` * ` line per line.
-    fn comment_lines(header: &str) -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut inside = false;
-        for line in header.lines() {
-            let trimmed = line.trim_start();
-            if !inside && trimmed.starts_with("/*") {
-                inside = true;
-            }
-            if inside {
-                lines.push(line.to_string());
-                if trimmed.ends_with("*/") {
-                    inside = false;
-                    lines.push(String::new());
-                }
-            }
-        }
-        lines
-    }
-
     /// The header's errors common to every call (its first comment).
     fn header_common(header: &str) -> BTreeSet<i32> {
         let start = header
@@ -179,15 +159,15 @@ mod tests {
     }
 
     /// Splits the header's documentation into each call's prototype and
-    /// description. A description is the `*   `-indented text after one
-    /// or more prototypes (`* long lite_...(`), and ends at the next
-    /// prototype or at a paragraph that is not indented (a new section).
+    /// description. A description is the `*   `-indented text of a
+    /// comment after one or more prototypes (`* long lite_...(`, over as
+    /// many lines as it takes), and ends at the next prototype or at a
+    /// line that is not indented (a new section, or the comment's end).
     fn header_calls(header: &str) -> BTreeMap<String, HeaderCall> {
         let mut calls: BTreeMap<String, HeaderCall> = BTreeMap::new();
         // The calls whose description is being read, and the text so far.
         let mut group: Vec<String> = Vec::new();
         let mut text = String::new();
-        let mut prototype: Option<(String, String)> = None;
         let flush = |group: &mut Vec<String>,
                      text: &mut String,
                      calls: &mut BTreeMap<String, HeaderCall>| {
@@ -200,36 +180,32 @@ mod tests {
             }
             text.clear();
         };
-        for line in comment_lines(header) {
-            let body = line.trim_start().strip_prefix('*').unwrap_or("");
-            // A prototype continued from the line before, or a new one.
-            let pending = if let Some((name, mut params)) = prototype.take() {
-                params.push_str(body.trim());
-                Some((name, params))
-            } else if let Some(signature) = body.strip_prefix(" long lite_") {
+        let mut bodies = header
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix('*'));
+        while let Some(body) = bodies.next() {
+            if let Some(signature) = body.strip_prefix(" long lite_") {
                 if !text.trim().is_empty() {
                     flush(&mut group, &mut text, &mut calls);
                 }
+                let mut prototype = signature.to_string();
+                while !prototype.contains(')') {
+                    let next = bodies.next().expect("a prototype ends");
+                    prototype.push_str(next.trim());
+                }
                 let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
                 let name = format!("lite_{}", prefix(signature, in_name));
-                let open = signature.find('(').expect("a prototype has arguments");
-                group.push(name.clone());
-                Some((name, signature[open + 1..].to_string()))
-            } else {
-                None
-            };
-            if let Some((name, params)) = pending {
-                if let Some(close) = params.find(')') {
-                    finish_prototype(&mut calls, &name, &params[..close]);
-                    text.push_str(&params[close + 1..]);
-                    text.push('\n');
-                } else {
-                    prototype = Some((name, params));
-                }
-                continue;
-            }
-            let indented = body.starts_with("   ") || body.trim().is_empty();
-            if !indented {
+                let open = prototype.find('(').expect("a prototype has arguments");
+                let (params, rest) = prototype[open + 1..].split_once(')').unwrap_or_default();
+                let params = params.trim();
+                calls.entry(name.clone()).or_default().arity = match params {
+                    "" | "void" => 0,
+                    _ => params.split(',').count(),
+                };
+                group.push(name);
+                text.push_str(rest);
+                text.push('\n');
+            } else if !body.starts_with("   ") && !body.trim().is_empty() {
                 flush(&mut group, &mut text, &mut calls);
             } else if !group.is_empty() {
                 text.push_str(body);
@@ -238,16 +214,6 @@ mod tests {
         }
         flush(&mut group, &mut text, &mut calls);
         calls
-    }
-
-    fn finish_prototype(calls: &mut BTreeMap<String, HeaderCall>, name: &str, params: &str) {
-        let params = params.trim();
-        let arity = if params.is_empty() || params == "void" {
-            0
-        } else {
-            params.split(',').count()
-        };
-        calls.entry(name.to_string()).or_default().arity = arity;
     }
 
     fn names(errnos: &BTreeSet<i32>) -> Vec<&'static str> {
