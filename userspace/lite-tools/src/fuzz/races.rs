@@ -406,25 +406,32 @@ impl<'a> RaceRun<'_, '_, 'a> {
         let len = self.rng.choose(&[PAGE as u64, RACE_WINDOW as u64]);
         let sized = self.pool().lmrs.first().copied();
         let sized = sized.filter(|record| record.size.is_some());
-        let (call, args) = match (self.rng.below(4), sized) {
+        // The call, and the kind and permission of the LMR it creates.
+        let (call, args, creates) = match (self.rng.below(4), sized) {
             (roll @ 0..=1, Some(record)) => {
                 let call = [Syscall::RdmaRead, Syscall::RdmaWrite][roll as usize];
                 let len = len.min(record.size.unwrap_or(1));
-                (call, [record.handle, window, len, 0, 0, record.password])
+                let transfer = [record.handle, window, len, 0, 0, record.password];
+                (call, transfer, None)
             }
             (2, _) => {
                 let name = self.race_name(len, 0x80 + thread as u64);
+                let wrap = args(&[window, len, name, SHARED_PASSWORD]);
+                let permission = PERM_READ | PERM_WRITE | PERM_SHARE;
                 (
                     Syscall::WrapAlloc,
-                    args(&[window, len, name, SHARED_PASSWORD]),
+                    wrap,
+                    Some((LmrKind::Wrapped { name }, permission)),
                 )
             }
             _ => {
                 let password = self.rng.next_u64();
                 let permission = PERM_READ | PERM_WRITE;
+                let register = args(&[window, len, permission, password]);
                 (
                     Syscall::RegisterLmr,
-                    args(&[window, len, permission, password]),
+                    register,
+                    Some((LmrKind::Registered, permission)),
                 )
             }
         };
@@ -435,9 +442,10 @@ impl<'a> RaceRun<'_, '_, 'a> {
                 // Failing to unmap only makes the race a plain call.
                 let _ = arena.remap_window(thread, false);
             });
-            let value = match call {
-                Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
-                _ => Value::Positive,
+            let value = if creates.is_some() {
+                Value::Positive
+            } else {
+                Value::Zero
             };
             self.plain(call, &args, value)
         });
@@ -445,16 +453,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
             let what = "mapping the race window again";
             self.caller.alarm(self.step, what, &error.to_string());
         }
-        if ret > 0 && matches!(call, Syscall::RegisterLmr | Syscall::WrapAlloc) {
-            let (kind, permission) = if call == Syscall::WrapAlloc {
-                let name = args[2];
-                (
-                    LmrKind::Wrapped { name },
-                    PERM_READ | PERM_WRITE | PERM_SHARE,
-                )
-            } else {
-                (LmrKind::Registered, args[2])
-            };
+        if let (true, Some((kind, permission))) = (ret > 0, creates) {
             self.pool().add_lmr(LmrRecord {
                 handle: ret as u64,
                 password: args[3],

@@ -210,6 +210,7 @@ mod tests {
         assert_eq!(rng.choose(&[4]), 4);
         assert!((0..100).all(|_| rng.mostly(100, |_| 1, &[2]) == 1));
         assert!((0..100).all(|_| rng.mostly(0, |_| 1, &[2]) == 2));
+        assert!((0..100).all(|_| rng.or_random(100, 7) == 7));
         assert_eq!(rng.weighted(&[0, 0, 5]), 2);
         assert_eq!(rng.weighted(&[0, 0]), 1);
         let mut seen = [0u32; 3];
