@@ -434,15 +434,23 @@ fn fuzz<W: Write>(
         std::thread::sleep(Duration::from_millis(250));
     }
     for child in &children {
-        let (name, status) = (&child.name, child.status.unwrap_or(0));
-        let (code, signal) = (libc::WEXITSTATUS(status), libc::WTERMSIG(status));
-        if libc::WIFEXITED(status) && code != 0 {
-            exits.push(format!("{name} exited with status {code}"));
-        } else if libc::WIFSIGNALED(status) {
-            exits.push(format!("{name} was killed by signal {signal}"));
+        if let Some(end) = abnormal_end(child.status.unwrap_or(0)) {
+            exits.push(format!("{} {end}", child.name));
         }
     }
     Outcome { exits, hung }
+}
+
+/// What was wrong with how a child ended (its `waitpid` status), if
+/// anything: it `exited with status 1`, or `was killed by signal 11`.
+fn abnormal_end(status: i32) -> Option<String> {
+    if libc::WIFSIGNALED(status) {
+        Some(format!("was killed by signal {}", libc::WTERMSIG(status)))
+    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+        Some(format!("exited with status {}", libc::WEXITSTATUS(status)))
+    } else {
+        None
+    }
 }
 
 /// Reports each call of the processes with records `running` that has
@@ -542,6 +550,15 @@ mod tests {
         assert!(parse_seed("-1").is_err());
         assert!(parse_seed("seed").is_err());
         assert_ne!(seed_from_clock(), seed_from_clock() ^ 1);
+    }
+
+    #[test]
+    fn children_end_normally_only_with_status_0() {
+        assert_eq!(abnormal_end(0), None);
+        let exited = abnormal_end(1 << 8);
+        assert_eq!(exited.as_deref(), Some("exited with status 1"));
+        let killed = abnormal_end(libc::SIGSEGV);
+        assert_eq!(killed.as_deref(), Some("was killed by signal 11"));
     }
 
     #[test]

@@ -259,7 +259,7 @@ mod tests {
         apply!(release, -i64::from(libc::EINTR));
         assert_eq!(pool.lmrs.len(), 1, "an interrupted free releases nothing");
         apply!(release, 0);
-        assert!(pool.is_stale(0x1_0000_0001));
+        assert!(pool.stale_handles.contains(&0x1_0000_0001));
 
         let lock = LiteLock { home: 1, number: 3 };
         apply!(Effect::Lock(lock), -i64::from(libc::EOWNERDEAD));

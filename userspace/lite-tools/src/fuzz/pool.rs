@@ -246,12 +246,6 @@ impl Pool {
         self.names.retain(|&(_, h)| h != handle);
     }
 
-    /// Whether `handle` was released by this process.
-    #[cfg(test)]
-    pub(crate) fn is_stale(&self, handle: u64) -> bool {
-        self.stale_handles.contains(&handle)
-    }
-
     /// An asynchronous operation was reaped.
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
@@ -320,7 +314,7 @@ mod tests {
         assert_eq!(pool.names, [(99, 5)]);
         assert_eq!(pool.allocated_bytes(), 64);
         pool.release_lmr(5);
-        assert!(pool.is_stale(5));
+        assert!(pool.stale_handles.contains(&5));
         assert!(pool.names.is_empty() && pool.lmrs.is_empty());
         for op in 0..40 {
             pool.reaped(op);

@@ -27,6 +27,7 @@ use lite::sys::{
     RECV_NONBLOCK,
 };
 
+use super::abnormal_end;
 use super::calls::{args, raw_syscall, Syscall};
 use super::effects::Effect;
 use super::expect::{Expect, Value};
@@ -95,10 +96,7 @@ pub(crate) fn recheck_locks_away(
             state: &mut *state,
             out: &mut *out,
         };
-        let since = now_ms();
-        if race_run.take_lock(lock, LOCK_BACK_AFTER_RUN_MS) {
-            race_run.give_back(lock);
-        } else if now_ms() - since >= LOCK_BACK_AFTER_RUN_MS {
+        if race_run.stays_away(lock, LOCK_BACK_AFTER_RUN_MS) {
             let what = format!("lite_lock({}:{})", lock.home, lock.number);
             let reason = "the lock did not come back after the child waiting for it was killed: \
                           not within 25 s, nor within 40 s after fuzzing ended";
@@ -584,12 +582,21 @@ impl<'a> RaceRun<'_, '_, 'a> {
         // The child's turn must be passed on: the lock comes back. Others
         // learn the lock and may hold it for long, so a lock that stays
         // away is checked again after the run, when nobody holds it.
-        let since = now_ms();
-        if self.take_lock(lock, LOCK_BACK_WITHIN_MS) {
-            self.give_back(lock);
-        } else if now_ms() - since >= LOCK_BACK_WITHIN_MS {
+        if self.stays_away(lock, LOCK_BACK_WITHIN_MS) {
             self.state.locks_away.push((lock, self.step));
         }
+    }
+
+    /// Takes `lock`, waiting up to `within_ms`, and gives it back; whether
+    /// it stayed away all that time (a lock call that failed sooner tells
+    /// nothing).
+    fn stays_away(&mut self, lock: LiteLock, within_ms: u64) -> bool {
+        let since = now_ms();
+        if self.take_lock(lock, within_ms) {
+            self.give_back(lock);
+            return false;
+        }
+        now_ms() - since >= within_ms
     }
 
     /// Locks `lock`, retrying after stray signals for up to `within_ms`;
@@ -784,15 +791,9 @@ impl<'a> RaceRun<'_, '_, 'a> {
             }
             return;
         }
-        if libc::WIFSIGNALED(status) {
-            let signal = libc::WTERMSIG(status);
-            if !(killed && signal == libc::SIGKILL) {
-                let reason = format!("it was killed by signal {signal}");
-                self.caller.alarm(self.step, what, &reason);
-            }
-        } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-            let reason = format!("it exited with status {}", libc::WEXITSTATUS(status));
-            self.caller.alarm(self.step, what, &reason);
+        let sent = killed && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL;
+        if let Some(end) = abnormal_end(status).filter(|_| !sent) {
+            self.caller.alarm(self.step, what, &format!("it {end}"));
         }
     }
 }
@@ -907,7 +908,7 @@ mod tests {
         let mut status = 0;
         // SAFETY: waits for the child forked above.
         assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert_eq!(abnormal_end(status), None);
         let results = read_results(&mut child_end, 1, Some(Duration::from_secs(1)));
         assert_eq!(results, None);
     }
