@@ -555,10 +555,8 @@ mod tests {
     #[test]
     fn children_end_normally_only_with_status_0() {
         assert_eq!(abnormal_end(0), None);
-        let exited = abnormal_end(1 << 8);
-        assert_eq!(exited.as_deref(), Some("exited with status 1"));
-        let killed = abnormal_end(libc::SIGSEGV);
-        assert_eq!(killed.as_deref(), Some("was killed by signal 11"));
+        let ends = [1 << 8, libc::SIGSEGV].map(|status| abnormal_end(status).unwrap_or_default());
+        assert_eq!(ends, ["exited with status 1", "was killed by signal 11"]);
     }
 
     #[test]
