@@ -69,6 +69,7 @@
 use std::ffi::CString;
 use std::io::Write;
 use std::net::Ipv4Addr;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -121,8 +122,9 @@ const LMR_SIZE: u64 = 1 << 20;
 /// of a four-node cluster.
 const SPREAD_SIZE: u64 = 12 << 20;
 
-/// Bytes T1 writes to LMR A at a time.
-const WRITE_SIZE: usize = 4096;
+/// Bytes T1 writes to LMR A, and the partition test's cut node to LMR Y,
+/// at a time.
+pub(crate) const WRITE_SIZE: usize = 4096;
 
 /// Bytes T5 writes and reads back on LMR B at a time.
 const TRAFFIC_SIZE: usize = 16 * 1024;
@@ -855,27 +857,27 @@ impl Call {
         Call::KernelMessage,
     ];
 
-    /// The system call's name, told apart for the lock that must come with
-    /// `EOWNERDEAD`; it names the call's stall.
+    /// Each call's name, told apart for the lock that must come with
+    /// `EOWNERDEAD`, which names its stall; and the errno it must return
+    /// once the victim is dead: every call fails with `EHOSTDOWN`, except
+    /// that lock W is handed over, held, with `EOWNERDEAD`.
+    const TRAITS: [(&'static str, i32); Call::ALL.len()] = [
+        ("rdma_write", libc::EHOSTDOWN),
+        ("send_reply_imm", libc::EHOSTDOWN),
+        ("lock", libc::EHOSTDOWN),
+        ("lock_owner_dead", libc::EOWNERDEAD),
+        ("dist_barrier", libc::EHOSTDOWN),
+        ("kernel_message", libc::EHOSTDOWN),
+    ];
+
+    /// The call's name (see [`Call::TRAITS`]).
     pub fn name(self) -> &'static str {
-        match self {
-            Call::RdmaWrite => "rdma_write",
-            Call::SendReplyImm => "send_reply_imm",
-            Call::Lock => "lock",
-            Call::WaitedLock => "lock_owner_dead",
-            Call::DistBarrier => "dist_barrier",
-            Call::KernelMessage => "kernel_message",
-        }
+        Self::TRAITS[self as usize].0
     }
 
-    /// The errno the call must return with once the victim is dead: every
-    /// call fails with `EHOSTDOWN`, except that lock W is handed over, held,
-    /// with `EOWNERDEAD`.
+    /// The errno the call must return (see [`Call::TRAITS`]).
     pub fn expected_errno(self) -> i32 {
-        match self {
-            Call::WaitedLock => libc::EOWNERDEAD,
-            _ => libc::EHOSTDOWN,
-        }
+        Self::TRAITS[self as usize].1
     }
 }
 
@@ -1187,6 +1189,30 @@ where
         .map_err(|e| format!("cannot start a thread: {e}"))
 }
 
+/// Writes the pattern of `seed` over `lmr`, [`WRITE_SIZE`] bytes at a
+/// time round the whole LMR, until `stop` is set or `wrote`, given each
+/// write's result and when it returned, breaks off.
+pub(crate) fn write_round<K: Kernel>(
+    kernel: &K,
+    (lmr, seed): (Target, u64),
+    stop: &AtomicBool,
+    mut wrote: impl FnMut(c_long, u64) -> ControlFlow<()>,
+) {
+    let slots = (lmr.size / WRITE_SIZE as u64).max(1);
+    let mut data = vec![0u8; WRITE_SIZE];
+    let mut round = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        let offset = (round % slots) * WRITE_SIZE as u64;
+        pattern::fill(seed, offset, &mut data);
+        let ret = write_at(kernel, lmr.handle, offset, &data, lmr.password);
+        if wrote(ret, monotonic_ns()).is_break() {
+            return;
+        }
+        round += 1;
+        thread::sleep(LOOP_PAUSE);
+    }
+}
+
 /// T1's loop: writes to LMR A until a write fails (whose result it
 /// returns) or it is told to stop (0).
 fn write_until_failure<K: Kernel>(
@@ -1195,23 +1221,17 @@ fn write_until_failure<K: Kernel>(
     seed: u64,
     progress: &Progress,
 ) -> c_long {
-    let slots = (lmr.size / WRITE_SIZE as u64).max(1);
-    let mut data = vec![0u8; WRITE_SIZE];
-    let mut round = 0u64;
-    while !progress.stop_writer.load(Ordering::SeqCst) {
-        let offset = (round % slots) * WRITE_SIZE as u64;
-        pattern::fill(seed, offset, &mut data);
-        let ret = write_at(kernel, lmr.handle, offset, &data, lmr.password);
-        let now = monotonic_ns();
+    let mut failure = 0;
+    write_round(kernel, (lmr, seed), &progress.stop_writer, |ret, now| {
         if ret != 0 {
             progress.failed_ns.store(now, Ordering::SeqCst);
-            return ret;
+            failure = ret;
+            return ControlFlow::Break(());
         }
         progress.last_write_ns.store(now, Ordering::SeqCst);
-        round += 1;
-        thread::sleep(LOOP_PAUSE);
-    }
-    0
+        ControlFlow::Continue(())
+    });
+    failure
 }
 
 /// Waits until T1's first write succeeded; how long that took in ms.
@@ -1459,20 +1479,12 @@ pub(crate) fn spawn_reporting<T: Send + 'static>(
 }
 
 /// What a survivor's unlock, and lock and unlock after it, of a lock it
-/// got from the dead victim returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Relocked {
-    /// `lite_unlock` right after the lock came.
-    pub unlock: c_long,
-    /// `lite_lock` once more.
-    pub lock_again: c_long,
-    /// `lite_unlock` after that.
-    pub unlock_again: c_long,
-}
+/// got from the dead victim returned, in that order ([`RELOCK_STEPS`]);
+/// or why they were not tried or did not return.
+pub type RelockOutcome = Result<[c_long; 3], String>;
 
-/// What became of the unlock and the later lock and unlock of a lock got
-/// from the dead victim, or why they were not tried or did not return.
-pub type RelockOutcome = Result<Relocked, String>;
+/// The calls of a [`RelockOutcome`], in order.
+const RELOCK_STEPS: [&str; 3] = ["unlock", "lock", "unlock"];
 
 /// Releases `lock`, whose `lite_lock` by this thread returned `taken`, then
 /// takes and releases it once more. Not tried unless the lock is held.
@@ -1483,17 +1495,15 @@ fn release_and_relock<K: Kernel>(kernel: &K, lock: &LiteLock, taken: c_long) -> 
             describe_result(taken)
         ));
     }
-    // SAFETY: `lock` is a valid lite_lock, readable for the call.
-    let unlock = unsafe { kernel.unlock(lock) };
-    // SAFETY: as above.
-    let lock_again = unsafe { kernel.lock(lock) };
-    // SAFETY: as above.
-    let unlock_again = unsafe { kernel.unlock(lock) };
-    Ok(Relocked {
-        unlock,
-        lock_again,
-        unlock_again,
-    })
+    Ok(RELOCK_STEPS.map(|step| {
+        // SAFETY: `lock` is a valid lite_lock, readable for the call.
+        unsafe {
+            match step {
+                "lock" => kernel.lock(lock),
+                _ => kernel.unlock(lock),
+            }
+        }
+    }))
 }
 
 /// Starts a thread that takes `lock` and gives `taken` what `lite_lock`
@@ -1635,14 +1645,7 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
         _ => None,
     };
     for call in Call::ALL {
-        let modelled = match call {
-            Call::WaitedLock => waited.is_some(),
-            Call::KernelMessage => ready.kernel_caller.is_some(),
-            _ => true,
-        };
-        if !modelled {
-            continue;
-        }
+        // Only survivor B waits for lock W, and T7 needs a loadable module.
         let what = match call {
             Call::RdmaWrite => format!(
                 "rdma_write of {} KiB to LMR A on the victim (node {})",
@@ -1651,12 +1654,16 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             ),
             Call::SendReplyImm => format!("send_reply_imm to port {VICTIM_PORT} on the victim"),
             Call::Lock => format!("lock of the victim's lock{lock_name}"),
-            Call::WaitedLock => waited.as_ref().map_or(String::new(), |(name, home)| {
-                format!("lock of {name} on survivor A (node {home}), which the victim held,")
-            }),
+            Call::WaitedLock => match &waited {
+                Some((name, home)) => {
+                    format!("lock of {name} on survivor A (node {home}), which the victim held,")
+                }
+                None => continue,
+            },
             Call::DistBarrier => {
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
+            Call::KernelMessage if ready.kernel_caller.is_none() => continue,
             Call::KernelMessage => format!(
                 "kernel message of {KERNEL_MESSAGE_SIZE} B to the victim's handler, which holds it,"
             ),
@@ -1665,10 +1672,9 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
         let got = outcome
             .as_ref()
             .map_or("no return".to_string(), |r| describe_result(r.ret));
-        let verb = if call == Call::WaitedLock {
-            "returns"
-        } else {
-            "fails with"
+        let verb = match call.expected_errno() {
+            libc::EHOSTDOWN => "fails with",
+            _ => "returns",
         };
         tap.check(
             &format!(
@@ -1832,31 +1838,30 @@ fn watch_failure<K: SharedKernel, W: Write>(
 /// Reports the unlock, and the lock and unlock after it, of `name`, a lock
 /// this survivor got from the dead victim.
 fn report_relocked<W: Write>(tap: &mut Tap<W>, name: &str, relocked: &RelockOutcome) {
-    let (unlock, again) = match relocked {
-        Ok(r) => (
-            describe_result(r.unlock),
-            format!(
-                "{}, {}",
-                describe_result(r.lock_again),
-                describe_result(r.unlock_again)
-            ),
-        ),
-        Err(_) => ("no return".to_string(), "no return".to_string()),
+    // The results of `steps`, and whether each is 0 (the failed step named
+    // when there are several).
+    let got = |steps: std::ops::Range<usize>| match relocked {
+        Ok(r) => r[steps].iter().map(|&r| describe_result(r)).collect(),
+        Err(_) => vec!["no return".to_string()],
+    };
+    let verdict = |steps: std::ops::Range<usize>, named: bool| {
+        let r = relocked.as_ref().map_err(Clone::clone)?;
+        steps.into_iter().try_for_each(|i| {
+            let step = RELOCK_STEPS[i];
+            expect_zero(r[i]).map_err(|e| if named { format!("{step}: {e}") } else { e })
+        })
     };
     tap.check(
-        &format!("unlock of {name}, taken over from the dead victim, returns 0 (got {unlock})"),
-        relocked
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|r| expect_zero(r.unlock)),
+        &format!(
+            "unlock of {name}, taken over from the dead victim, returns 0 (got {})",
+            got(0..1).join(", ")
+        ),
+        verdict(0..1, false),
     );
+    let again = got(1..3).join(", ");
     tap.check(
         &format!("lock and unlock of {name} once more return 0 (got {again})"),
-        relocked.as_ref().map_err(Clone::clone).and_then(|r| {
-            expect_zero(r.lock_again)
-                .map_err(|e| format!("lock: {e}"))
-                .and_then(|()| expect_zero(r.unlock_again).map_err(|e| format!("unlock: {e}")))
-        }),
+        verdict(1..3, true),
     );
 }
 
