@@ -944,40 +944,6 @@ pub fn stop_waiting(
     None
 }
 
-/// Waits for the calls in `pending` to report on `returns`, until they all
-/// have or [`stop_waiting`] says to stop; every pending call gets an outcome.
-fn await_calls(
-    returns: &Receiver<Returned>,
-    progress: &Progress,
-    started_ns: u64,
-    mut pending: Vec<Call>,
-    outcomes: &mut [Outcome; Call::ALL.len()],
-) {
-    let mut reason = String::new();
-    while !pending.is_empty() {
-        let last = progress.last_write_ns.load(Ordering::SeqCst);
-        let failed = progress.failed_ns.load(Ordering::SeqCst);
-        if let Some(why) = stop_waiting(monotonic_ns(), started_ns, last, failed) {
-            reason = why;
-            break;
-        }
-        match returns.recv_timeout(WAIT_POLL) {
-            Ok(returned) => {
-                pending.retain(|&c| c != returned.call);
-                outcomes[returned.call as usize] = Ok(returned);
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                reason = "its thread ended without reporting".to_string();
-                break;
-            }
-        }
-    }
-    for call in pending {
-        outcomes[call as usize] = Err(reason.clone());
-    }
-}
-
 /// The errno check of a call: it must have returned with its
 /// [`Call::expected_errno`].
 pub fn errno_verdict(outcome: &Outcome) -> Result<(), String> {
@@ -1260,16 +1226,15 @@ struct ChunkCounts {
     grown: Result<u64, String>,
 }
 
-/// Everything phase 3 needs, all of it set up.
+/// Everything phase 3 needs: phase 1's setup, with the victim and LMR A
+/// found, and the victim's locks.
 struct Ready {
     me: u32,
     nodes: u32,
     victim: u32,
     lmr_a: Target,
-    /// LMR B and the survivor holding it.
-    lmr_b: Option<(Target, u32)>,
+    setup: Setup,
     locks: VictimLocks,
-    kernel_caller: Option<KernelCaller>,
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
@@ -1336,9 +1301,8 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
         nodes,
         victim,
         lmr_a,
-        lmr_b: setup.lmr_b.zip(setup.next),
+        setup,
         locks,
-        kernel_caller: setup.kernel_caller,
     };
     if !watch_failure(kernel, tap, &ready, &chunks) {
         return;
@@ -1359,6 +1323,40 @@ impl Calls {
         Calls {
             outcomes: std::array::from_fn(|_| Err("not started".to_string())),
             pending: Vec::new(),
+        }
+    }
+
+    /// Waits for the pending calls to report on `returns`, until they all
+    /// have or [`stop_waiting`] says to stop; every pending call gets an
+    /// outcome.
+    fn await_returns(
+        &mut self,
+        returns: &Receiver<Returned>,
+        progress: &Progress,
+        started_ns: u64,
+    ) {
+        let mut reason = String::new();
+        while !self.pending.is_empty() {
+            let last = progress.last_write_ns.load(Ordering::SeqCst);
+            let failed = progress.failed_ns.load(Ordering::SeqCst);
+            if let Some(why) = stop_waiting(monotonic_ns(), started_ns, last, failed) {
+                reason = why;
+                break;
+            }
+            match returns.recv_timeout(WAIT_POLL) {
+                Ok(returned) => {
+                    self.pending.retain(|&c| c != returned.call);
+                    self.outcomes[returned.call as usize] = Ok(returned);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    reason = "its thread ended without reporting".to_string();
+                    break;
+                }
+            }
+        }
+        for call in std::mem::take(&mut self.pending) {
+            self.outcomes[call as usize] = Err(reason.clone());
         }
     }
 
@@ -1392,7 +1390,7 @@ fn start_traffic<K: SharedKernel>(
     ready: &Ready,
     progress: &Arc<Progress>,
 ) -> Result<Stoppable<TrafficReport>, String> {
-    let (lmr, _) = ready.lmr_b.ok_or("there is no LMR B")?;
+    let lmr = ready.setup.lmr_b.ok_or("there is no LMR B")?;
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
@@ -1595,7 +1593,7 @@ fn start_blocking_calls<K: SharedKernel>(
     });
     calls.started(Call::DistBarrier, spawned);
 
-    if let Some(caller) = &ready.kernel_caller {
+    if let Some(caller) = &ready.setup.kernel_caller {
         let spawned = if caller.loaded {
             spawn_call(kernel, Call::KernelMessage, returns, move |k| {
                 k.kernel_message_call(victim, KERNEL_MESSAGE_SIZE)
@@ -1663,7 +1661,7 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             Call::DistBarrier => {
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
-            Call::KernelMessage if ready.kernel_caller.is_none() => continue,
+            Call::KernelMessage if ready.setup.kernel_caller.is_none() => continue,
             Call::KernelMessage => format!(
                 "kernel message of {KERNEL_MESSAGE_SIZE} B to the victim's handler, which holds it,"
             ),
@@ -1763,13 +1761,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     // shows as a disconnected channel.
     drop(returns);
 
-    await_calls(
-        &returned,
-        &progress,
-        started_ns,
-        std::mem::take(&mut calls.pending),
-        &mut calls.outcomes,
-    );
+    calls.await_returns(&returned, &progress, started_ns);
     let all_returned_ns = monotonic_ns();
     // T1 is still writing only if the failure never came.
     progress.stop_writer.store(true, Ordering::SeqCst);
@@ -1778,7 +1770,11 @@ fn watch_failure<K: SharedKernel, W: Write>(
     report_calls(tap, ready, &calls, last_write_ns);
     // LITE's module, which the leaver unloads in the cycles, cannot be
     // unloaded before it.
-    let kernel_caller = ready.kernel_caller.as_ref().filter(|caller| caller.loaded);
+    let kernel_caller = ready
+        .setup
+        .kernel_caller
+        .as_ref()
+        .filter(|caller| caller.loaded);
     if kernel_caller.is_some() {
         if let Some(unloaded) = kernel.unload_kernel_message_module() {
             tap.check("the kernel message module unloads after T7", unloaded);
@@ -1810,7 +1806,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     check_chunks_freed(kernel.as_ref(), tap, chunks, failed_ns);
 
     let report = stop_traffic(traffic, all_returned_ns);
-    check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
+    check_traffic(tap, ready.setup.lmr_b.and(ready.setup.next), &report);
     if let Some(caller) = kernel_caller {
         check_calls_released(kernel.as_ref(), tap, caller);
     }
@@ -1826,7 +1822,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     // Only LMR B, which lives on a survivor and which the traffic no longer
     // uses; LMR A, on the dead node, goes with the process (or with this
     // node's leave in the next phase).
-    if let (Some((lmr, _)), Ok(_)) = (ready.lmr_b, &report) {
+    if let (Some(lmr), Ok(_)) = (ready.setup.lmr_b, &report) {
         kernel.free(lmr.handle);
     }
     if !in_step {
