@@ -1910,15 +1910,9 @@ fn check_chunks_freed<K: Kernel, W: Write>(
     failed_ns: u64,
 ) {
     let within = CHUNKS_FREED_WITHIN.as_secs();
-    let base = match &chunks.base {
-        Ok(base) => *base,
-        Err(e) => {
-            tap.not_ok(
-                &format!("held_chunks back to its earlier value within {within} s of the failure"),
-                e,
-            );
-            return;
-        }
+    let earlier = format!("held_chunks back to its earlier value within {within} s of the failure");
+    let Some(base) = tap.value_or_not_ok(&earlier, chunks.base.clone()) else {
+        return;
     };
     let since = if failed_ns == 0 {
         monotonic_ns()

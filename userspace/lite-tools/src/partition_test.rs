@@ -416,13 +416,8 @@ fn start_canary<K: SharedKernel, W: Write>(
         }
         report
     });
-    match reader {
-        Ok(reader) => Some(Canary { lmr, seed, reader }),
-        Err(reason) => {
-            tap.not_ok("the canary reader starts", &reason);
-            None
-        }
-    }
+    let reader = tap.value_or_not_ok("the canary reader starts", reader)?;
+    Some(Canary { lmr, seed, reader })
 }
 
 /// Stops the canary reader, reads LMR Y a last time (after the last
@@ -445,18 +440,13 @@ fn finish_canary<K: Kernel, W: Write>(
             every.as_millis()
         )
     };
-    let Some(canary) = canary else {
-        tap.not_ok(&description(None), "the canary was never written");
+    let finished = canary
+        .ok_or_else(|| "the canary was never written".to_string())
+        .and_then(|c| Ok((c.lmr, c.seed, c.reader.finish("canary reader")?)));
+    let Some((lmr, seed, mut report)) = tap.value_or_not_ok(&description(None), finished) else {
         return;
     };
-    let mut report = match canary.reader.finish("canary reader") {
-        Ok(report) => report,
-        Err(reason) => {
-            tap.not_ok(&description(None), &reason);
-            return;
-        }
-    };
-    read_canary(kernel, canary.lmr, canary.seed, &mut report);
+    read_canary(kernel, lmr, seed, &mut report);
     tap.check(&description(Some(&report)), report.verdict());
 }
 
