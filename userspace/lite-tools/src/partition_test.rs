@@ -48,6 +48,7 @@
 
 use std::io::Write;
 use std::net::Ipv4Addr;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -66,7 +67,7 @@ use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
     after, alloc_lmr, barrier_point, describe_total, elapsed_ms, join_point, node_or_none,
     or_unknown, poll_for, poll_until, port_owner_point, read_poisoned, setup_barrier, total_nodes,
-    write_pattern, SharedKernel, Stoppable, Target, LOOP_PAUSE,
+    write_pattern, write_round, SharedKernel, Stoppable, Target, WRITE_SIZE,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -103,9 +104,6 @@ const LMR_NAME: u64 = 0x5041_5254_4954_494f;
 
 /// Password of LMR Y and of its name ("cut-off").
 const LMR_PASSWORD: u64 = 0x0063_7574_2d6f_6666;
-
-/// Bytes the cut node's writer writes at a time.
-const WRITE_SIZE: usize = 4096;
 
 /// Writes of [`WRITE_SIZE`] that cover LMR Y once.
 const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
@@ -418,13 +416,8 @@ fn start_canary<K: SharedKernel, W: Write>(
         }
         report
     });
-    match reader {
-        Ok(reader) => Some(Canary { lmr, seed, reader }),
-        Err(reason) => {
-            tap.not_ok("the canary reader starts", &reason);
-            None
-        }
-    }
+    let reader = tap.value_or_not_ok("the canary reader starts", reader)?;
+    Some(Canary { lmr, seed, reader })
 }
 
 /// Stops the canary reader, reads LMR Y a last time (after the last
@@ -447,18 +440,13 @@ fn finish_canary<K: Kernel, W: Write>(
             every.as_millis()
         )
     };
-    let Some(canary) = canary else {
-        tap.not_ok(&description(None), "the canary was never written");
+    let finished = canary
+        .ok_or_else(|| "the canary was never written".to_string())
+        .and_then(|c| Ok((c.lmr, c.seed, c.reader.finish("canary reader")?)));
+    let Some((lmr, seed, mut report)) = tap.value_or_not_ok(&description(None), finished) else {
         return;
     };
-    let mut report = match canary.reader.finish("canary reader") {
-        Ok(report) => report,
-        Err(reason) => {
-            tap.not_ok(&description(None), &reason);
-            return;
-        }
-    };
-    read_canary(kernel, canary.lmr, canary.seed, &mut report);
+    read_canary(kernel, lmr, seed, &mut report);
     tap.check(&description(Some(&report)), report.verdict());
 }
 
@@ -744,21 +732,21 @@ fn write_until_stopped<K: Kernel>(
     stop: &AtomicBool,
 ) -> WriterReport {
     let mut report = WriterReport::default();
-    let mut data = vec![0u8; WRITE_SIZE];
-    let mut round = 0u64;
-    while !stop.load(Ordering::SeqCst) {
-        let offset = (round % SLOTS) * WRITE_SIZE as u64;
-        pattern::fill(seed, offset, &mut data);
-        let ret = write_at(kernel, handle, offset, &data, LMR_PASSWORD);
-        report.record(ret, monotonic_ns());
+    let (size, password) = (LMR_SIZE, LMR_PASSWORD);
+    let lmr = Target {
+        handle,
+        size,
+        password,
+    };
+    write_round(kernel, (lmr, seed), stop, |ret, at_ns| {
+        report.record(ret, at_ns);
         if report.first_failure.is_none() {
             progress.successes.store(report.successes, Ordering::SeqCst);
         } else {
             progress.failed.store(true, Ordering::SeqCst);
         }
-        round += 1;
-        thread::sleep(LOOP_PAUSE);
-    }
+        ControlFlow::Continue(())
+    });
     report
 }
 
