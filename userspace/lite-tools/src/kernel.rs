@@ -171,6 +171,9 @@ macro_rules! kernel_calls {
 }
 pub(crate) use kernel_calls;
 
+/// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
+const NOBODY: u32 = 65534;
+
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).
 ///
@@ -184,33 +187,29 @@ pub trait Kernel: Sync {
         false
     }
     /// Another process on this node, a member like this one, but without
-    /// `CAP_NET_ADMIN`, the privilege joining and leaving need; `None` if
-    /// this kernel cannot make one within this process (the real kernel:
-    /// the caller starts a copy of the program under another user then).
+    /// `CAP_NET_ADMIN`, the privilege joining and leaving need (it runs as
+    /// `nobody`); `None` if this kernel cannot make one within this process
+    /// (the real kernel: the caller starts a copy of the program under
+    /// another user then).
     fn unprivileged_process(&self) -> Option<Self>
     where
         Self: Sized,
     {
-        None
+        self.process_of_user(NOBODY)
     }
-    /// Another process on this node, a member like this one, of user
-    /// `uid` (its real uid, which LITE's quotas charge) and group `uid`
-    /// and without any privilege (neither `CAP_NET_ADMIN` nor
-    /// `CAP_IPC_LOCK`); `None` if this kernel cannot make one within this
-    /// process (the real kernel: the caller starts a copy of the program
-    /// as that user then).
-    fn process_of_user(&self, _uid: u32) -> Option<Self>
+    /// Like [`Kernel::unprivileged_process`], but of user `uid` (its real
+    /// uid, which LITE's quotas charge) and group `uid`, and without
+    /// `CAP_IPC_LOCK` either.
+    fn process_of_user(&self, uid: u32) -> Option<Self>
     where
         Self: Sized,
     {
-        None
+        self.process_of_user_and_group(uid, uid)
     }
     /// Like [`Kernel::process_of_user`], but of group `gid` (its real,
     /// effective and file system gid, with no supplementary group), which
     /// may be the node's administrators' group
-    /// ([`debugfs::ADMIN_GROUP_FILE`]); `None` if this kernel cannot make
-    /// one within this process (the real kernel: the caller starts a copy
-    /// of the program as that user and group then).
+    /// ([`debugfs::ADMIN_GROUP_FILE`]).
     fn process_of_user_and_group(&self, _uid: u32, _gid: u32) -> Option<Self>
     where
         Self: Sized,

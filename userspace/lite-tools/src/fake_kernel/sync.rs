@@ -231,18 +231,19 @@ impl Sync {
         0
     }
 
-    /// The holders and waiters `gone` picks went with their node (it
-    /// failed or left): their queued calls end, and each lock they held
-    /// goes to its next waiter, or to whoever takes it next, with
-    /// `EOWNERDEAD` (0 with the `lock_hides_owner_death` defect).
-    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, defects: Defects) {
+    /// The holders and waiters `gone` picks are gone: their queued calls
+    /// end, and each lock they held goes to its next waiter, or to whoever
+    /// takes it next. If their node `died` (it failed or left) rather than
+    /// their process exiting, the taker gets `EOWNERDEAD` (0 with the
+    /// `lock_hides_owner_death` defect).
+    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, died: bool, defects: Defects) {
         let mut state = self.state();
         for entry in state.locks.values_mut() {
             entry.waiting.retain(|w| !gone(&w.who));
             let before = entry.holders.len();
             entry.holders.retain(|h| !gone(h));
             if entry.holders.len() != before {
-                entry.owner_died |= !defects.lock_hides_owner_death;
+                entry.owner_died |= died && !defects.lock_hides_owner_death;
                 entry.pass_on(defects.lock_serves_newest_first);
             }
         }
@@ -258,22 +259,6 @@ impl Sync {
             entry.waiting.clear();
         }
         self.handed.notify_all();
-    }
-
-    /// `process` exits: the locks it holds are released.
-    pub(super) fn exit(&self, process: u64, defects: Defects) {
-        let mut state = self.state();
-        let mut handed = false;
-        for entry in state.locks.values_mut() {
-            let before = entry.holders.len();
-            entry.holders.retain(|h| h.process != process);
-            if entry.holders.len() != before {
-                handed |= entry.pass_on(defects.lock_serves_newest_first);
-            }
-        }
-        if handed {
-            self.handed.notify_all();
-        }
     }
 
     /// Counts an atomic operation issued on `node`.
@@ -362,7 +347,7 @@ mod tests {
     }
 
     fn gone_node(sync: &Sync, node: u32, defects: Defects) {
-        sync.holders_gone(|o| o.node == node, defects);
+        sync.holders_gone(|o| o.node == node, true, defects);
     }
 
     /// Locks with [`KEY`], created and held by node `holder`.
