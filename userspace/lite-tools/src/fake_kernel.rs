@@ -671,7 +671,10 @@ impl FakeKernel {
             mappers: BTreeMap::new(),
             uid: self.uid,
         };
-        let lmr = Self::new_lmr(cluster, lmr);
+        let id = cluster.next_lmr;
+        cluster.next_lmr += 1;
+        cluster.lmrs.insert(id, lmr);
+        let lmr = id;
         let handle = Self::new_handle(process, lmr, perms | PERM_ADMIN, password, Kind::Created);
         (lmr, handle)
     }
@@ -734,13 +737,6 @@ impl FakeKernel {
         };
         process.handles.insert(number, handle);
         number as c_long
-    }
-
-    fn new_lmr(cluster: &mut Cluster, lmr: Lmr) -> u64 {
-        let id = cluster.next_lmr;
-        cluster.next_lmr += 1;
-        cluster.lmrs.insert(id, lmr);
-        id
     }
 
     /// Which node holds each chunk of `size` bytes allocated on `target`:
@@ -1086,7 +1082,7 @@ impl FakeKernel {
             .count() as u64;
         let handles = process.handles.len() as u64;
         let async_in_flight = process.ops.len() as u64;
-        let mut stats = LiteStats {
+        LiteStats {
             lmrs: mine.len() as u64,
             registrations,
             mappings: cluster.mappings.get(&self.id).copied().unwrap_or(0),
@@ -1098,12 +1094,8 @@ impl FakeKernel {
             // One connection to every other node.
             connections: u64::from(self.nodes - 1),
             rpc_ports: self.shared.rpc.ports_by_user(self.id).values().sum(),
-            ..LiteStats::default()
-        };
-        drop(cluster);
-        drop(process);
-        self.shared.sync.counters(self.id, &mut stats);
-        stats
+            ..self.shared.sync.counters(self.id)
+        }
     }
 
     /// The priority an operation given `priority` runs with, if valid.

@@ -103,11 +103,9 @@ impl TicketLock {
 
 /// What one node counts.
 struct NodeState {
-    /// The per-operation rows (its counters are not used).
+    /// The per-operation rows, and the counters of lock acquisitions and
+    /// waits and of atomics (the others are the main model's).
     rows: DebugStats,
-    lock_acquires: u64,
-    lock_waits: u64,
-    atomics: u64,
     qos: BTreeMap<&'static str, u64>,
 }
 
@@ -115,9 +113,6 @@ impl NodeState {
     fn new() -> NodeState {
         NodeState {
             rows: DebugStats::new(),
-            lock_acquires: 0,
-            lock_waits: 0,
-            atomics: 0,
             qos: QosParam::ALL
                 .into_iter()
                 .map(|p| (p.file_name(), p.default_value()))
@@ -138,6 +133,10 @@ struct State {
 impl State {
     fn node(&mut self, node: u32) -> &mut NodeState {
         self.nodes.entry(node).or_insert_with(NodeState::new)
+    }
+
+    fn counts(&mut self, node: u32) -> &mut LiteStats {
+        &mut self.node(node).rows.counters
     }
 }
 
@@ -185,7 +184,7 @@ impl Sync {
         fail_if!(entry.holders.contains(&who), libc::EDEADLK);
         if defects.lock_not_exclusive || (entry.free() && entry.waiting.is_empty()) {
             let ret = entry.take(who);
-            state.node(who.node).lock_acquires += 1;
+            state.counts(who.node).lock_acquires += 1;
             return ret;
         }
         let ticket = entry.next_ticket;
@@ -197,7 +196,7 @@ impl Sync {
             if entry.handed_to == Some(ticket) {
                 entry.handed_to = None;
                 let ret = entry.take(who);
-                let counts = state.node(who.node);
+                let counts = state.counts(who.node);
                 counts.lock_acquires += 1;
                 counts.lock_waits += 1;
                 return ret;
@@ -263,7 +262,7 @@ impl Sync {
 
     /// Counts an atomic operation issued on `node`.
     pub(super) fn count_atomic(&self, node: u32) {
-        self.state().node(node).atomics += 1;
+        self.state().counts(node).atomics += 1;
     }
 
     /// Counts one operation of type `op` at `priority` on `node` that
@@ -290,16 +289,15 @@ impl Sync {
         }
     }
 
-    /// Fills in the synchronization counters of `node` in `counters`.
-    pub(super) fn counters(&self, node: u32, counters: &mut LiteStats) {
+    /// The synchronization counters of `node` (the others 0; the model
+    /// runs nothing concurrently enough to throttle).
+    pub(super) fn counters(&self, node: u32) -> LiteStats {
         let mut state = self.state();
-        counters.locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;
-        let counts = state.node(node);
-        counters.lock_acquires = counts.lock_acquires;
-        counters.lock_waits = counts.lock_waits;
-        counters.atomics = counts.atomics;
-        // The model runs nothing concurrently enough to throttle.
-        counters.qos_throttled = 0;
+        let locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;
+        LiteStats {
+            locks,
+            ..*state.counts(node)
+        }
     }
 
     /// The statistics file of `node`, around `counters`.
