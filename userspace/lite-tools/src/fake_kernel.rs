@@ -1338,10 +1338,9 @@ fn priority_of(port_priority: u32) -> u32 {
 }
 
 impl Kernel for FakeKernel {
-    kernel_calls!(via transfer_call: rdma_write, rdma_read, rdma_write_async, rdma_read_async);
-    kernel_calls!(via rpc_call_with_reply: send_reply_imm, send_reply_imm_async);
-    kernel_calls!((shared.rpc) with rpc_call: unregister_application, query_port, receive_message,
-        reply_and_receive_message, send_reply_multicast);
+    kernel_calls!(via transfer_call: transfers);
+    kernel_calls!(via rpc_call_with_reply: calls_with_reply);
+    kernel_calls!((shared.rpc) with rpc_call: rpc);
 
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
         let unprivileged = !self.may_administer() && !self.defects.join_without_privilege;
