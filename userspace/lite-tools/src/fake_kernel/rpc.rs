@@ -756,7 +756,6 @@ mod tests {
     fn a_full_ring_refuses_nonblocking_sends_until_a_receive() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
-        // SAFETY: no name.
         assert_eq!(open_port(&rpc, &server, 3), Ok(0));
         for i in 0..RING_SLOTS {
             assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], true), Ok(0));
@@ -791,7 +790,6 @@ mod tests {
             drop_when_full: true,
             ..caller(2, 2)
         };
-        // SAFETY: no name.
         assert_eq!(open_port(&rpc, &server, 3), Ok(0));
         for i in 0..=RING_SLOTS {
             assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), Ok(0));
@@ -808,7 +806,6 @@ mod tests {
     fn exiting_fails_the_callers_of_unanswered_descriptors() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
-        // SAFETY: no name.
         assert_eq!(open_port(&rpc, &server, 5), Ok(0));
         std::thread::scope(|scope| {
             let waiting = scope.spawn(|| {

@@ -381,15 +381,28 @@ mod tests {
         assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
     }
 
+    /// Told with `EOWNERDEAD`, but with 0 under the defect that hides it,
+    /// or when the holder's process exited (its node lives on).
     #[test]
     fn a_dead_holder_s_lock_nobody_waits_for_goes_to_the_next_caller() {
-        let defects = Defects::default();
-        let sync = held_by(3, defects);
-        gone_node(&sync, 3, defects);
-        assert_eq!(sync.lock(owner(1), KEY, defects), err(libc::EOWNERDEAD));
-        assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
-        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+        let hides = Defects {
+            lock_hides_owner_death: true,
+            ..Defects::default()
+        };
+        let eownerdead = err(libc::EOWNERDEAD);
+        let cases = [
+            (true, Defects::default(), eownerdead),
+            (true, hides, 0),
+            (false, Defects::default(), 0),
+        ];
+        for (died, defects, told) in cases {
+            let sync = held_by(3, defects);
+            sync.holders_gone(|o| o.node == 3, died, defects);
+            assert_eq!(sync.lock(owner(1), KEY, defects), told);
+            assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
+            assert_eq!(sync.lock(owner(2), KEY, defects), 0);
+            assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+        }
     }
 
     #[test]
@@ -404,16 +417,5 @@ mod tests {
         });
         assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
         assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-    }
-
-    #[test]
-    fn the_defect_hands_a_dead_holder_s_lock_over_with_0() {
-        let defects = Defects {
-            lock_hides_owner_death: true,
-            ..Defects::default()
-        };
-        let sync = held_by(3, defects);
-        gone_node(&sync, 3, defects);
-        assert_eq!(sync.lock(owner(1), KEY, defects), 0);
     }
 }
