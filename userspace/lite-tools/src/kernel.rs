@@ -93,41 +93,33 @@ macro_rules! kernel_calls {
     (@items $m:tt $([$($item:tt)*])*) => {
         $($crate::kernel::kernel_calls!(@item $m $($item)*);)*
     };
-    (@item declare unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        #[doc = concat!("`lite_", stringify!($name), "`.\n\n# Safety\n\nAs [`lite::sys::",
-            stringify!($name), "`].")]
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
+    (@item $m:tt unsafe $name:ident $args:tt) => {
+        $crate::kernel::kernel_calls!(@fn $m [unsafe] $name $args);
     };
-    (@item declare $name:ident($($arg:ident: $ty:ty),*)) => {
+    (@item $m:tt $name:ident $args:tt) => { $crate::kernel::kernel_calls!(@fn $m [] $name $args); };
+    (@fn declare [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
         #[doc = concat!("`lite_", stringify!($name), "`.")]
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
+        $(#[doc = concat!("\n# Safety\n\nAs [`lite::sys::", stringify!($name), "`], an `",
+            stringify!($u), "` call.")])?
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
     };
-    (@item sys unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the system call's contract.
-            unsafe { ::lite::sys::$name($($arg),*) }
+    (@fn sys [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY (of an unsafe call): the caller upholds the system call's contract.
+            $($u)? { ::lite::sys::$name($($arg),*) }
         }
     };
-    (@item sys $name:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            ::lite::sys::$name($($arg),*)
+    (@fn (with $hook:ident ($($field:ident).+)) [$($u:tt)?]
+        $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY (of an unsafe call): the caller upholds the contract, the same underneath.
+            self.$hook(|context| $($u)? { self.$($field).+.$name(context, $($arg),*) })
         }
     };
-    (@item (with $hook:ident ($($field:ident).+)) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the contract, the same underneath.
-            self.$hook(|context| unsafe { self.$($field).+.$name(context, $($arg),*) })
-        }
-    };
-    (@item (with $hook:ident ($($field:ident).+)) $name:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            self.$hook(|context| self.$($field).+.$name(context, $($arg),*))
-        }
-    };
-    (@item (via $method:ident) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+    (@fn (via $method:ident) [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
             // SAFETY: the caller upholds the contract, which the method relies on.
-            unsafe { self.$method(stringify!($name), ($($arg),*)) }
+            $($u)? { self.$method(stringify!($name), ($($arg),*)) }
         }
     };
 }
