@@ -674,9 +674,8 @@ impl FakeKernel {
         let id = cluster.next_lmr;
         cluster.next_lmr += 1;
         cluster.lmrs.insert(id, lmr);
-        let lmr = id;
-        let handle = Self::new_handle(process, lmr, perms | PERM_ADMIN, password, Kind::Created);
-        (lmr, handle)
+        let handle = Self::new_handle(process, id, perms | PERM_ADMIN, password, Kind::Created);
+        (id, handle)
     }
 
     /// The entry of `handle` unless it is unknown or freed (`-EBADF`; a
