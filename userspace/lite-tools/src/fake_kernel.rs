@@ -55,9 +55,6 @@ use crate::debugfs::{parse_stats, Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, S
 use crate::kernel::{kernel_calls, Kernel};
 use crate::plan::others_in_ring_order;
 
-/// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
-const NOBODY: u32 = 65534;
-
 /// Returns `-errno` from the call if `failed`: one of the model's checks,
 /// in the order the kernel makes them.
 macro_rules! fail_if {
@@ -198,6 +195,22 @@ struct Lmr {
     released: bool,
     /// User of the process that created it, whose quota it is charged to.
     uid: u32,
+}
+
+impl Backing {
+    /// What an LMR with these bytes charges its creator's user: its memory
+    /// (`remote_memory`, or `pinned_memory` for registered memory, which
+    /// pins whole pages) and one of `lmrs`.
+    fn charge(&self) -> Usage {
+        let (memory, bytes) = match *self {
+            Backing::Owned(ref data) => (Resource::RemoteMemory, data.len() as u64),
+            Backing::User { address, len } => (
+                Resource::PinnedMemory,
+                quotas::pages_spanned(address, len) * quotas::PAGE,
+            ),
+        };
+        Usage::default().with(memory, bytes).with(Resource::Lmrs, 1)
+    }
 }
 
 impl Lmr {
@@ -542,9 +555,9 @@ impl FakeKernel {
 
     /// Makes `call` to the RPC model as this process, or returns
     /// `-ENOTCONN` before join.
-    fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> c_long) -> c_long {
+    fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> Result<c_long, c_long>) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        call(&self.caller())
+        call(&self.caller()).unwrap_or_else(|errno| errno)
     }
 
     fn caller(&self) -> rpc::Caller {
@@ -577,12 +590,6 @@ impl FakeKernel {
         refuse_if(!allowed, libc::EDQUOT)
     }
 
-    /// What a new LMR of `size` bytes charges: its memory (`remote_memory`
-    /// or `pinned_memory`) and one of `lmrs`.
-    fn lmr_charge(memory: Resource, size: u64) -> Usage {
-        Usage::default().with(memory, size).with(Resource::Lmrs, 1)
-    }
-
     /// The process's and the cluster's state, locked in that order (the
     /// order every call takes them in).
     fn locked(&self) -> (MutexGuard<'_, Process>, MutexGuard<'_, Cluster>) {
@@ -604,19 +611,12 @@ impl FakeKernel {
         offset: u64,
         size: u64,
     ) -> Result<u64, c_long> {
-        let entry = match process.handles.get(&handle) {
-            Some(entry) if !entry.freed || access.allow_freed => *entry,
-            _ => return Err(err(libc::EBADF)),
-        };
+        let entry = Self::live_handle(process, handle, access.allow_freed)?;
         let lmr = match cluster.lmrs.get(&entry.lmr) {
             Some(lmr) if !lmr.released || self.defects.no_revocation || entry.freed => lmr,
             _ => return Err(err(libc::EKEYREVOKED)),
         };
-        let wrong_password = access.password.is_some_and(|given| given != entry.password);
-        let ignored = self.defects.ignore_password;
-        refuse_if(wrong_password && !ignored, libc::EACCES)?;
-        let lacking = entry.perms & access.perm != access.perm;
-        refuse_if(lacking && !self.defects.ignore_permissions, libc::EPERM)?;
+        self.check_grant(&entry, access.password, access.perm)?;
         let end = offset.checked_add(size).ok_or(err(libc::EINVAL))?;
         refuse_if(end > lmr.len() as u64, libc::EINVAL)?;
         Ok(entry.lmr)
@@ -671,17 +671,39 @@ impl FakeKernel {
             mappers: BTreeMap::new(),
             uid: self.uid,
         };
-        let lmr = Self::new_lmr(cluster, lmr);
-        let handle = Self::new_handle(process, lmr, perms | PERM_ADMIN, password, Kind::Created);
-        (lmr, handle)
+        let id = cluster.next_lmr;
+        cluster.next_lmr += 1;
+        cluster.lmrs.insert(id, lmr);
+        let handle = Self::new_handle(process, id, perms | PERM_ADMIN, password, Kind::Created);
+        (id, handle)
     }
 
-    /// The entry of `handle` unless it is unknown or freed (`-EBADF`).
-    fn live_handle(process: &Process, handle: u64) -> Result<Handle, c_long> {
+    /// The entry of `handle` unless it is unknown or freed (`-EBADF`; a
+    /// freed one the `keep_freed_handles` defect kept is taken if
+    /// `allow_freed`).
+    fn live_handle(process: &Process, handle: u64, allow_freed: bool) -> Result<Handle, c_long> {
         match process.handles.get(&handle) {
-            Some(entry) if !entry.freed => Ok(*entry),
+            Some(entry) if !entry.freed || allow_freed => Ok(*entry),
             _ => Err(err(libc::EBADF)),
         }
+    }
+
+    /// `-EACCES` for a wrong `password` (if the call takes one), then
+    /// `-EPERM` if `entry` lacks `perm`, unless the defects ignore them.
+    fn check_grant(&self, entry: &Handle, password: Option<u64>, perm: u64) -> Result<(), c_long> {
+        let wrong_password = password.is_some_and(|given| given != entry.password);
+        refuse_if(
+            wrong_password && !self.defects.ignore_password,
+            libc::EACCES,
+        )?;
+        let lacking = entry.perms & perm != perm;
+        refuse_if(lacking && !self.defects.ignore_permissions, libc::EPERM)
+    }
+
+    /// Drops the mapping `handle` of LMR `lmr`.
+    fn unmap(&self, process: &mut Process, cluster: &mut Cluster, handle: u64, lmr: u64) {
+        process.handles.remove(&handle);
+        cluster.unmap(self.id, lmr);
     }
 
     /// Publishes `lmr` as this node's `name`.
@@ -714,13 +736,6 @@ impl FakeKernel {
         };
         process.handles.insert(number, handle);
         number as c_long
-    }
-
-    fn new_lmr(cluster: &mut Cluster, lmr: Lmr) -> u64 {
-        let id = cluster.next_lmr;
-        cluster.next_lmr += 1;
-        cluster.lmrs.insert(id, lmr);
-        id
     }
 
     /// Which node holds each chunk of `size` bytes allocated on `target`:
@@ -1066,7 +1081,7 @@ impl FakeKernel {
             .count() as u64;
         let handles = process.handles.len() as u64;
         let async_in_flight = process.ops.len() as u64;
-        let mut stats = LiteStats {
+        LiteStats {
             lmrs: mine.len() as u64,
             registrations,
             mappings: cluster.mappings.get(&self.id).copied().unwrap_or(0),
@@ -1078,12 +1093,8 @@ impl FakeKernel {
             // One connection to every other node.
             connections: u64::from(self.nodes - 1),
             rpc_ports: self.shared.rpc.ports_by_user(self.id).values().sum(),
-            ..LiteStats::default()
-        };
-        drop(cluster);
-        drop(process);
-        self.shared.sync.counters(self.id, &mut stats);
-        stats
+            ..self.shared.sync.counters(self.id)
+        }
     }
 
     /// The priority an operation given `priority` runs with, if valid.
@@ -1188,16 +1199,15 @@ impl FakeKernel {
 }
 
 impl FakeKernel {
-    /// `ENOMEM` if registering `len` bytes at `address` would pin more
-    /// pages than the process's `RLIMIT_MEMLOCK` allows with what its
+    /// `ENOMEM` if a registration charging `charge` would pin more pages
+    /// than the process's `RLIMIT_MEMLOCK` allows with what its
     /// registrations pin already (unless it has `CAP_IPC_LOCK`, or the
     /// `ignore_memlock_limit` defect).
     fn check_memlock(
         &self,
         process: &Process,
         cluster: &Cluster,
-        address: usize,
-        len: usize,
+        charge: Usage,
     ) -> Result<(), c_long> {
         if self.privileged || self.defects.ignore_memlock_limit {
             return Ok(());
@@ -1207,14 +1217,13 @@ impl FakeKernel {
             .values()
             .filter(|handle| handle.kind == Kind::Created && !handle.freed)
             .filter_map(|handle| cluster.lmrs.get(&handle.lmr))
-            .map(|lmr| match lmr.backing {
-                Backing::User { address, len } => quotas::pages_spanned(address, len),
-                Backing::Owned(_) => 0,
-            })
+            .map(|lmr| lmr.backing.charge().get(Resource::PinnedMemory))
             .sum();
-        let allowed = process.memlock_limit / quotas::PAGE;
-        let too_much = pinned + quotas::pages_spanned(address, len) > allowed;
-        refuse_if(too_much, libc::ENOMEM)
+        let pinned = pinned + charge.get(Resource::PinnedMemory);
+        refuse_if(
+            pinned / quotas::PAGE > process.memlock_limit / quotas::PAGE,
+            libc::ENOMEM,
+        )
     }
 
     /// This node's quotas file.
@@ -1328,10 +1337,9 @@ fn priority_of(port_priority: u32) -> u32 {
 }
 
 impl Kernel for FakeKernel {
-    kernel_calls!(via transfer_call: rdma_write, rdma_read, rdma_write_async, rdma_read_async);
-    kernel_calls!(via rpc_call_with_reply: send_reply_imm, send_reply_imm_async);
-    kernel_calls!((shared.rpc) with rpc_call: unregister_application, query_port, receive_message,
-        reply_and_receive_message, send_reply_multicast);
+    kernel_calls!(via transfer_call: transfers);
+    kernel_calls!(via rpc_call_with_reply: calls_with_reply);
+    kernel_calls!((shared.rpc) with rpc_call: rpc);
 
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
         let unprivileged = !self.may_administer() && !self.defects.join_without_privilege;
@@ -1387,7 +1395,7 @@ impl Kernel for FakeKernel {
         let me = self.process_id;
         self.shared
             .sync
-            .holders_gone(|owner| owner.process == me, self.defects);
+            .holders_gone(|owner| owner.process == me, true, self.defects);
         0
     }
 
@@ -1423,10 +1431,10 @@ impl Kernel for FakeKernel {
             Self::is_member(&cluster, node, self.nodes)
         };
         fail_if!(!reachable, libc::EHOSTUNREACH);
-        or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::RemoteMemory, size)));
+        let backing = Backing::Owned(vec![0; size as usize]);
+        or_return!(self.check_quota(&cluster, backing.charge()));
         let served = quotas::serving_allows(&cluster, self.id, &chunks, size);
         fail_if!(!served && !self.defects.ignore_quotas, libc::EDQUOT);
-        let backing = Backing::Owned(vec![0; size as usize]);
         self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
             .1
     }
@@ -1434,16 +1442,14 @@ impl Kernel for FakeKernel {
     fn free(&self, handle: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
         let (mut process, mut cluster) = self.locked();
-        let entry = or_return!(Self::live_handle(&process, handle));
-        let not_admin = entry.perms & PERM_ADMIN == 0;
-        fail_if!(not_admin && !self.defects.ignore_permissions, libc::EPERM);
+        let entry = or_return!(Self::live_handle(&process, handle, false));
+        or_return!(self.check_grant(&entry, None, PERM_ADMIN));
         if entry.kind == Kind::Mapping {
             // Only reachable with ignore_permissions: drop the mapping.
-            process.handles.remove(&handle);
-            cluster.unmap(self.id, entry.lmr);
-            return 0;
+            self.unmap(&mut process, &mut cluster, handle, entry.lmr);
+        } else {
+            self.release(&mut process, &mut cluster, handle);
         }
-        self.release(&mut process, &mut cluster, handle);
         0
     }
 
@@ -1512,13 +1518,12 @@ impl Kernel for FakeKernel {
         fail_if!((data as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let (mut process, mut cluster) = self.locked();
         fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
-        let charge = Self::lmr_charge(Resource::RemoteMemory, size).with(Resource::Names, 1);
-        or_return!(self.check_quota(&cluster, charge));
         // SAFETY: the caller guarantees `size` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+        let backing = Backing::Owned(bytes.to_vec());
+        or_return!(self.check_quota(&cluster, backing.charge().with(Resource::Names, 1)));
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
         let chunks = self.chunk_holders(&cluster, self.id, size);
-        let backing = Backing::Owned(bytes.to_vec());
         let (lmr, handle) =
             self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password);
         self.publish(&mut cluster, name, lmr, perms, password);
@@ -1529,15 +1534,9 @@ impl Kernel for FakeKernel {
         fail_if!(!self.joined(), libc::ENOTCONN);
         fail_if!(permission & !SHAREABLE != 0, libc::EINVAL);
         let (process, mut cluster) = self.locked();
-        let entry = or_return!(Self::live_handle(&process, handle));
+        let entry = or_return!(Self::live_handle(&process, handle, false));
         fail_if!(entry.kind == Kind::Mapping, libc::EINVAL);
-        let wrong_password = entry.password != password;
-        fail_if!(
-            wrong_password && !self.defects.ignore_password,
-            libc::EACCES
-        );
-        let unshareable = entry.perms & PERM_SHARE == 0;
-        fail_if!(unshareable && !self.defects.ignore_permissions, libc::EPERM);
+        or_return!(self.check_grant(&entry, Some(password), PERM_SHARE));
         fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
         let charge = Usage::default().with(Resource::Names, 1);
         or_return!(self.check_quota(&cluster, charge));
@@ -1574,8 +1573,7 @@ impl Kernel for FakeKernel {
         match process.handles.get(&handle) {
             Some(entry) if entry.kind == Kind::Mapping => {
                 let lmr = entry.lmr;
-                process.handles.remove(&handle);
-                cluster.unmap(self.id, lmr);
+                self.unmap(&mut process, &mut cluster, handle, lmr);
                 0
             }
             Some(entry) if !entry.freed => err(libc::EINVAL),
@@ -1595,20 +1593,17 @@ impl Kernel for FakeKernel {
         fail_if!(permission & !SHAREABLE != 0 || bad_size, libc::EINVAL);
         fail_if!((buf as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let (mut process, mut cluster) = self.locked();
-        // Whole pages are pinned, and charged.
-        let pinned = quotas::pages_spanned(buf as usize, size as usize) * quotas::PAGE;
-        or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::PinnedMemory, pinned)));
-        or_return!(self.check_memlock(&process, &cluster, buf as usize, size as usize));
-        let backing = Backing::User {
-            address: buf as usize,
-            len: size as usize,
-        };
+        let (address, len) = (buf as usize, size as usize);
+        let backing = Backing::User { address, len };
+        or_return!(self.check_quota(&cluster, backing.charge()));
+        or_return!(self.check_memlock(&process, &cluster, backing.charge()));
+        let chunks = Vec::new();
         self.create_lmr(
             &mut process,
             &mut cluster,
             backing,
             permission,
-            Vec::new(),
+            chunks,
             password,
         )
         .1
@@ -1767,14 +1762,6 @@ impl Kernel for FakeKernel {
         previous.into()
     }
 
-    fn unprivileged_process(&self) -> Option<Self> {
-        self.process_of_user(NOBODY)
-    }
-
-    fn process_of_user(&self, uid: u32) -> Option<Self> {
-        self.process_of_user_and_group(uid, uid)
-    }
-
     fn process_of_user_and_group(&self, uid: u32, gid: u32) -> Option<Self> {
         let mut kernel = self.other_process();
         kernel.privileged = false;
@@ -1827,6 +1814,8 @@ impl Drop for FakeKernel {
     fn drop(&mut self) {
         self.release_everything();
         self.shared.rpc.exit(&self.caller());
-        self.shared.sync.exit(self.process_id, self.defects);
+        let me = self.process_id;
+        let exited = |owner: &sync::Owner| owner.process == me;
+        self.shared.sync.holders_gone(exited, false, self.defects);
     }
 }

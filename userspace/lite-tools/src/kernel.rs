@@ -10,166 +10,123 @@ use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
 use crate::kernel_message_module;
 
-/// LITE's system calls, one line each, for [`Kernel`]'s declarations and
-/// for kernels that make several calls one way: `kernel_calls!(MODE:
-/// all)` or `kernel_calls!(MODE: name, name, ...)`, where MODE is
+/// LITE's system calls, one line each, in groups that kernels make alike,
+/// for [`Kernel`]'s declarations and for kernels that make a group one
+/// way: `kernel_calls!(MODE: GROUP)`, where GROUP is `all` or one of
+/// `transfers`, `calls_with_reply`, `rpc` and `rest`, and MODE is
 /// `declare` (the trait's declarations) or `sys` (the real system calls);
-/// `via METHOD` makes the unsafe calls named
-/// `self.METHOD(name, (arguments))`; `(PATH) with HOOK` makes the calls named
+/// `via METHOD` makes the unsafe calls `self.METHOD(name, (arguments))`;
+/// `(PATH) with HOOK` makes the calls
 /// `self.HOOK(|context| self.PATH.call(context, arguments))`, for a model
 /// whose part at PATH needs what HOOK knows of the caller. One table, so
 /// that no kernel repeats the signatures.
 macro_rules! kernel_calls {
-    ($mode:ident: all) => {
-        $crate::kernel::kernel_calls!($mode: join, leave, get_node_id, get_total_node,
-            alloc_remote, rdma_write, rdma_read, free, dist_barrier, remote_memset, memcpy,
-            memmove, wrap_alloc, add_ask_mr_table, ask_lmr, umap_lmr, register_lmr,
-            deregister_lmr, rdma_write_async, rdma_read_async, async_wait, fence, get_stats,
-            register_application, unregister_application, query_port, send_reply_imm,
-            send_reply_imm_async, send, receive_message, reply_message,
-            reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp,
-            create_lock, ask_lock, lock, unlock, set_priority);
+    ($mode:tt: all) => {
+        $crate::kernel::kernel_calls!($mode: transfers);
+        $crate::kernel::kernel_calls!($mode: calls_with_reply);
+        $crate::kernel::kernel_calls!($mode: rpc);
+        $crate::kernel::kernel_calls!($mode: rest);
     };
-    (via $method:ident: $($call:ident),+ $(,)?) => {
-        $($crate::kernel::kernel_calls!(@call (via $method) $call);)+
+    (via $method:ident: $group:ident) => {
+        $crate::kernel::kernel_calls!(@$group (via $method));
     };
-    ($path:tt with $hook:ident: $($call:ident),+ $(,)?) => {
-        $($crate::kernel::kernel_calls!(@call (with $hook $path) $call);)+
+    ($path:tt with $hook:ident: $group:ident) => {
+        $crate::kernel::kernel_calls!(@$group (with $hook $path));
     };
-    ($mode:ident: $($call:ident),+ $(,)?) => {
-        $($crate::kernel::kernel_calls!(@call $mode $call);)+
+    ($mode:ident: $group:ident) => { $crate::kernel::kernel_calls!(@$group $mode); };
+    (@transfers $m:tt) => { $crate::kernel::kernel_calls!(@items $m
+        [unsafe rdma_write(handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64,
+            priority: u32, password: u64)]
+        [unsafe rdma_read(handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64,
+            priority: u32, password: u64)]
+        [unsafe rdma_write_async(handle: u64, buf: *const ::std::ffi::c_void, size: u64,
+            offset: u64, priority: u32, password: u64)]
+        [unsafe rdma_read_async(handle: u64, buf: *mut ::std::ffi::c_void, size: u64,
+            offset: u64, priority: u32, password: u64)]); };
+    (@calls_with_reply $m:tt) => { $crate::kernel::kernel_calls!(@items $m
+        [unsafe send_reply_imm(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void,
+            size: u64, reply: *mut ::std::ffi::c_void, max_reply: u64)]
+        [unsafe send_reply_imm_async(node: u32, port_priority: u32,
+            msg: *const ::std::ffi::c_void, size: u64, reply: *mut ::std::ffi::c_void,
+            max_reply: u64)]); };
+    (@rpc $m:tt) => { $crate::kernel::kernel_calls!(@items $m
+        [unregister_application(port: u32)]
+        [query_port(node: u32, port: u32)]
+        [unsafe receive_message(port: u32, buf: *mut ::std::ffi::c_void, max_size: u64,
+            descriptor: *mut u64, flags: u32)]
+        [unsafe reply_and_receive_message(buf: *const ::std::ffi::c_void, size: u64,
+            descriptor: u64, next: *mut ::lite::sys::LiteReceive)]
+        [unsafe send_reply_multicast(call: *mut ::lite::sys::LiteMulticast)]); };
+    (@rest $m:tt) => { $crate::kernel::kernel_calls!(@items $m
+        [unsafe join(cm_ip: *const ::std::ffi::c_char, cm_port: u32, ib_port: u32)]
+        [leave(flags: u32)]
+        [get_node_id()]
+        [get_total_node()]
+        [alloc_remote(node: u32, size: u64, flags: u32, password: u64)]
+        [free(handle: u64)]
+        [dist_barrier(num: u32)]
+        [remote_memset(handle: u64, offset: u64, size: u64, byte: u32)]
+        [memcpy(src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)]
+        [memmove(src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)]
+        [unsafe wrap_alloc(data: *const ::std::ffi::c_void, size: u64, name: u64, password: u64)]
+        [add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64)]
+        [ask_lmr(node: u32, name: u64, permission: u64, password: u64)]
+        [umap_lmr(handle: u64)]
+        [unsafe register_lmr(buf: *mut ::std::ffi::c_void, size: u64, permission: u64,
+            password: u64)]
+        [deregister_lmr(handle: u64)]
+        [async_wait(op: u64, flags: u32)]
+        [fence()]
+        [unsafe get_stats(stats: *mut ::lite::sys::LiteStats, size: u64)]
+        [unsafe register_application(port: u32, max_size: u64, name: *const ::std::ffi::c_char,
+            name_len: u64)]
+        [unsafe send(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64)]
+        [unsafe reply_message(buf: *const ::std::ffi::c_void, size: u64, descriptor: u64)]
+        [unsafe fetch_add(handle: u64, old: *mut u64, value: u64, priority: u32)]
+        [unsafe compare_swp(handle: u64, old: *mut u64, expected: u64, new_value: u64,
+            priority: u32)]
+        [unsafe create_lock(home: u32, lock: *mut ::lite::sys::LiteLock)]
+        [unsafe ask_lock(home: u32, number: u32, lock: *mut ::lite::sys::LiteLock)]
+        [unsafe lock(lock: *const ::lite::sys::LiteLock)]
+        [unsafe unlock(lock: *const ::lite::sys::LiteLock)]
+        [set_priority(priority: u32)]); };
+    (@items $m:tt $([$($item:tt)*])*) => {
+        $($crate::kernel::kernel_calls!(@item $m $($item)*);)*
     };
-    (@call $m:tt join) => { $crate::kernel::kernel_calls!(@item $m unsafe join(
-        cm_ip: *const ::std::ffi::c_char, cm_port: u32, ib_port: u32)); };
-    (@call $m:tt leave) => { $crate::kernel::kernel_calls!(@item $m leave(flags: u32)); };
-    (@call $m:tt get_node_id) => { $crate::kernel::kernel_calls!(@item $m get_node_id()); };
-    (@call $m:tt get_total_node) => {
-        $crate::kernel::kernel_calls!(@item $m get_total_node());
+    (@item $m:tt unsafe $name:ident $args:tt) => {
+        $crate::kernel::kernel_calls!(@fn $m [unsafe] $name $args);
     };
-    (@call $m:tt alloc_remote) => { $crate::kernel::kernel_calls!(@item $m alloc_remote(
-        node: u32, size: u64, flags: u32, password: u64)); };
-    (@call $m:tt rdma_write) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_write(
-        handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
-        password: u64)); };
-    (@call $m:tt rdma_read) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_read(
-        handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
-        password: u64)); };
-    (@call $m:tt free) => { $crate::kernel::kernel_calls!(@item $m free(handle: u64)); };
-    (@call $m:tt dist_barrier) => {
-        $crate::kernel::kernel_calls!(@item $m dist_barrier(num: u32));
-    };
-    (@call $m:tt remote_memset) => { $crate::kernel::kernel_calls!(@item $m remote_memset(
-        handle: u64, offset: u64, size: u64, byte: u32)); };
-    (@call $m:tt memcpy) => { $crate::kernel::kernel_calls!(@item $m memcpy(
-        src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
-    (@call $m:tt memmove) => { $crate::kernel::kernel_calls!(@item $m memmove(
-        src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
-    (@call $m:tt wrap_alloc) => { $crate::kernel::kernel_calls!(@item $m unsafe wrap_alloc(
-        data: *const ::std::ffi::c_void, size: u64, name: u64, password: u64)); };
-    (@call $m:tt add_ask_mr_table) => { $crate::kernel::kernel_calls!(@item $m
-        add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64)); };
-    (@call $m:tt ask_lmr) => { $crate::kernel::kernel_calls!(@item $m ask_lmr(
-        node: u32, name: u64, permission: u64, password: u64)); };
-    (@call $m:tt umap_lmr) => { $crate::kernel::kernel_calls!(@item $m umap_lmr(handle: u64)); };
-    (@call $m:tt register_lmr) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        register_lmr(buf: *mut ::std::ffi::c_void, size: u64, permission: u64, password: u64)); };
-    (@call $m:tt deregister_lmr) => {
-        $crate::kernel::kernel_calls!(@item $m deregister_lmr(handle: u64));
-    };
-    (@call $m:tt rdma_write_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        rdma_write_async(handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64,
-        priority: u32, password: u64)); };
-    (@call $m:tt rdma_read_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        rdma_read_async(handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64,
-        priority: u32, password: u64)); };
-    (@call $m:tt async_wait) => {
-        $crate::kernel::kernel_calls!(@item $m async_wait(op: u64, flags: u32));
-    };
-    (@call $m:tt fence) => { $crate::kernel::kernel_calls!(@item $m fence()); };
-    (@call $m:tt get_stats) => { $crate::kernel::kernel_calls!(@item $m unsafe get_stats(
-        stats: *mut ::lite::sys::LiteStats, size: u64)); };
-    (@call $m:tt register_application) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        register_application(port: u32, max_size: u64, name: *const ::std::ffi::c_char,
-        name_len: u64)); };
-    (@call $m:tt unregister_application) => {
-        $crate::kernel::kernel_calls!(@item $m unregister_application(port: u32));
-    };
-    (@call $m:tt query_port) => {
-        $crate::kernel::kernel_calls!(@item $m query_port(node: u32, port: u32));
-    };
-    (@call $m:tt send_reply_imm) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        send_reply_imm(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64,
-        reply: *mut ::std::ffi::c_void, max_reply: u64)); };
-    (@call $m:tt send_reply_imm_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        send_reply_imm_async(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void,
-        size: u64, reply: *mut ::std::ffi::c_void, max_reply: u64)); };
-    (@call $m:tt send) => { $crate::kernel::kernel_calls!(@item $m unsafe send(
-        node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64)); };
-    (@call $m:tt receive_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        receive_message(port: u32, buf: *mut ::std::ffi::c_void, max_size: u64,
-        descriptor: *mut u64, flags: u32)); };
-    (@call $m:tt reply_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        reply_message(buf: *const ::std::ffi::c_void, size: u64, descriptor: u64)); };
-    (@call $m:tt reply_and_receive_message) => { $crate::kernel::kernel_calls!(@item $m
-        unsafe reply_and_receive_message(buf: *const ::std::ffi::c_void, size: u64,
-        descriptor: u64, next: *mut ::lite::sys::LiteReceive)); };
-    (@call $m:tt send_reply_multicast) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        send_reply_multicast(call: *mut ::lite::sys::LiteMulticast)); };
-    (@call $m:tt fetch_add) => { $crate::kernel::kernel_calls!(@item $m unsafe fetch_add(
-        handle: u64, old: *mut u64, value: u64, priority: u32)); };
-    (@call $m:tt compare_swp) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        compare_swp(handle: u64, old: *mut u64, expected: u64, new_value: u64,
-        priority: u32)); };
-    (@call $m:tt create_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe
-        create_lock(home: u32, lock: *mut ::lite::sys::LiteLock)); };
-    (@call $m:tt ask_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe ask_lock(
-        home: u32, number: u32, lock: *mut ::lite::sys::LiteLock)); };
-    (@call $m:tt lock) => { $crate::kernel::kernel_calls!(@item $m unsafe lock(
-        lock: *const ::lite::sys::LiteLock)); };
-    (@call $m:tt unlock) => { $crate::kernel::kernel_calls!(@item $m unsafe unlock(
-        lock: *const ::lite::sys::LiteLock)); };
-    (@call $m:tt set_priority) => {
-        $crate::kernel::kernel_calls!(@item $m set_priority(priority: u32));
-    };
-    (@item declare unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        #[doc = concat!("`lite_", stringify!($name), "`.\n\n# Safety\n\nAs [`lite::sys::",
-            stringify!($name), "`].")]
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
-    };
-    (@item declare $name:ident($($arg:ident: $ty:ty),*)) => {
+    (@item $m:tt $name:ident $args:tt) => { $crate::kernel::kernel_calls!(@fn $m [] $name $args); };
+    (@fn declare [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
         #[doc = concat!("`lite_", stringify!($name), "`.")]
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
+        $(#[doc = concat!("\n# Safety\n\nAs [`lite::sys::", stringify!($name), "`], an `",
+            stringify!($u), "` call.")])?
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
     };
-    (@item sys unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the system call's contract.
-            unsafe { ::lite::sys::$name($($arg),*) }
+    (@fn sys [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY (of an unsafe call): the caller upholds the system call's contract.
+            $($u)? { ::lite::sys::$name($($arg),*) }
         }
     };
-    (@item sys $name:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            ::lite::sys::$name($($arg),*)
+    (@fn (with $hook:ident ($($field:ident).+)) [$($u:tt)?]
+        $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY (of an unsafe call): the caller upholds the contract, the same underneath.
+            self.$hook(|context| $($u)? { self.$($field).+.$name(context, $($arg),*) })
         }
     };
-    (@item (with $hook:ident ($($field:ident).+)) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            // SAFETY: the caller upholds the contract, the same underneath.
-            self.$hook(|context| unsafe { self.$($field).+.$name(context, $($arg),*) })
-        }
-    };
-    (@item (with $hook:ident ($($field:ident).+)) $name:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
-            self.$hook(|context| self.$($field).+.$name(context, $($arg),*))
-        }
-    };
-    (@item (via $method:ident) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
-        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+    (@fn (via $method:ident) [$($u:tt)?] $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($u)? fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
             // SAFETY: the caller upholds the contract, which the method relies on.
-            unsafe { self.$method(stringify!($name), ($($arg),*)) }
+            $($u)? { self.$method(stringify!($name), ($($arg),*)) }
         }
     };
 }
 pub(crate) use kernel_calls;
+
+/// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
+const NOBODY: u32 = 65534;
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).
@@ -184,33 +141,29 @@ pub trait Kernel: Sync {
         false
     }
     /// Another process on this node, a member like this one, but without
-    /// `CAP_NET_ADMIN`, the privilege joining and leaving need; `None` if
-    /// this kernel cannot make one within this process (the real kernel:
-    /// the caller starts a copy of the program under another user then).
+    /// `CAP_NET_ADMIN`, the privilege joining and leaving need (it runs as
+    /// `nobody`); `None` if this kernel cannot make one within this process
+    /// (the real kernel: the caller starts a copy of the program under
+    /// another user then).
     fn unprivileged_process(&self) -> Option<Self>
     where
         Self: Sized,
     {
-        None
+        self.process_of_user(NOBODY)
     }
-    /// Another process on this node, a member like this one, of user
-    /// `uid` (its real uid, which LITE's quotas charge) and group `uid`
-    /// and without any privilege (neither `CAP_NET_ADMIN` nor
-    /// `CAP_IPC_LOCK`); `None` if this kernel cannot make one within this
-    /// process (the real kernel: the caller starts a copy of the program
-    /// as that user then).
-    fn process_of_user(&self, _uid: u32) -> Option<Self>
+    /// Like [`Kernel::unprivileged_process`], but of user `uid` (its real
+    /// uid, which LITE's quotas charge) and group `uid`, and without
+    /// `CAP_IPC_LOCK` either.
+    fn process_of_user(&self, uid: u32) -> Option<Self>
     where
         Self: Sized,
     {
-        None
+        self.process_of_user_and_group(uid, uid)
     }
     /// Like [`Kernel::process_of_user`], but of group `gid` (its real,
     /// effective and file system gid, with no supplementary group), which
     /// may be the node's administrators' group
-    /// ([`debugfs::ADMIN_GROUP_FILE`]); `None` if this kernel cannot make
-    /// one within this process (the real kernel: the caller starts a copy
-    /// of the program as that user and group then).
+    /// ([`debugfs::ADMIN_GROUP_FILE`]).
     fn process_of_user_and_group(&self, _uid: u32, _gid: u32) -> Option<Self>
     where
         Self: Sized,

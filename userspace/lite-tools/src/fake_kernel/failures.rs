@@ -115,7 +115,7 @@ impl FakeKernel {
         // Its own locks die with it, before any could be handed over.
         let sync = &self.shared.sync;
         sync.home_gone(id);
-        sync.holders_gone(|owner| owner.node == id, self.defects);
+        sync.holders_gone(|owner| owner.node == id, true, self.defects);
         self.shared.rpc.node_failed(id);
         self.shared.changed.notify_all();
     }

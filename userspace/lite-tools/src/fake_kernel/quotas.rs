@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use lite::sys::{CHUNK_SIZE, MAX_NODES};
 
-use super::{Backing, Cluster, FakeKernel};
+use super::Cluster;
 use crate::debugfs::quotas::{Command, Limit, Limits, QuotasFile, Resource, Usage, DEFAULT_LIMITS};
 
 /// Memory of every node of the model: by default each other node's LMRs
@@ -123,13 +123,7 @@ fn usage_on(cluster: &Cluster, node: u32) -> BTreeMap<u32, Usage> {
         .filter(|lmr| lmr.creator == node && !lmr.released);
     for lmr in live {
         let held = usage.entry(lmr.uid).or_default();
-        let (memory, bytes) = match lmr.backing {
-            Backing::Owned(_) => (Resource::RemoteMemory, lmr.len() as u64),
-            Backing::User { address, len } => {
-                (Resource::PinnedMemory, pages_spanned(address, len) * PAGE)
-            }
-        };
-        *held = held.plus(&FakeKernel::lmr_charge(memory, bytes));
+        *held = held.plus(&lmr.backing.charge());
     }
     for ((_, _), published) in cluster.names.range((node, 0)..=(node, u64::MAX)) {
         let held = usage.entry(published.uid).or_default();

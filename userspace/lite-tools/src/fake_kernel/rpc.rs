@@ -199,10 +199,6 @@ unsafe fn message(
     Ok((port, unsafe { load(msg as usize, size) }))
 }
 
-fn outcome(result: Result<c_long, c_long>) -> c_long {
-    result.unwrap_or_else(|errno| errno)
-}
-
 /// Copies `data` to `address`.
 ///
 /// # Safety
@@ -332,19 +328,19 @@ impl Rpc {
         name: usize,
         name_len: u64,
         quota: Limit,
-    ) -> c_long {
+    ) -> Result<c_long, c_long> {
         let bad_size = max_size == 0 || max_size > MAX_MESSAGE_SIZE;
         let bad_name = name_len > MAX_PORT_NAME as u64;
-        fail_if!(port >= MAX_PORTS || bad_size || bad_name, libc::EINVAL);
-        or_return!(check_pointer(name, name_len));
+        refuse_if(port >= MAX_PORTS || bad_size || bad_name, libc::EINVAL)?;
+        check_pointer(name, name_len)?;
         // The name is informational, but the kernel reads it.
         // SAFETY: checked readable above, as the caller promised.
         drop(unsafe { load(name, name_len) });
         let mut state = self.state();
         let taken = state.ports.contains_key(&(who.node, port));
-        fail_if!(taken, libc::EADDRINUSE);
+        refuse_if(taken, libc::EADDRINUSE)?;
         let held = state.ports_of_user(who.node, who.uid);
-        fail_if!(!quota.allows(held + 1), libc::EDQUOT);
+        refuse_if(!quota.allows(held + 1), libc::EDQUOT)?;
         state.next_generation += 1;
         let generation = state.next_generation;
         state.ports.insert(
@@ -359,30 +355,32 @@ impl Rpc {
                 room: Arc::new(Condvar::new()),
             },
         );
-        0
+        Ok(0)
     }
 
     /// `lite_unregister_application`.
-    pub(super) fn unregister_application(&self, who: &Caller, port: u32) -> c_long {
-        fail_if!(port >= MAX_PORTS, libc::EINVAL);
+    pub(super) fn unregister_application(&self, who: &Caller, port: u32) -> Result<c_long, c_long> {
+        refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
         let mut state = self.state();
-        match state.ports.get(&(who.node, port)) {
-            None => return err(libc::ENOENT),
-            Some(open) if open.owner != who.process => return err(libc::EPERM),
-            Some(_) => {}
-        }
+        let open = state
+            .ports
+            .get(&(who.node, port))
+            .ok_or(err(libc::ENOENT))?;
+        refuse_if(open.owner != who.process, libc::EPERM)?;
         state.close((who.node, port));
-        0
+        Ok(0)
     }
 
     /// `lite_query_port`.
-    pub(super) fn query_port(&self, who: &Caller, node: u32, port: u32) -> c_long {
-        fail_if!(port >= MAX_PORTS, libc::EINVAL);
-        or_return!(check_node(who, node));
-        match self.state().ports.get(&(node, port)) {
-            Some(open) => open.max_size as c_long,
-            None => err(libc::ECONNREFUSED),
-        }
+    pub(super) fn query_port(&self, who: &Caller, node: u32, port: u32) -> Result<c_long, c_long> {
+        refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
+        check_node(who, node)?;
+        let state = self.state();
+        let open = state
+            .ports
+            .get(&(node, port))
+            .ok_or(err(libc::ECONNREFUSED))?;
+        Ok(open.max_size as c_long)
     }
 
     /// Puts `data` into the ring of `who`'s node on `port` of `node`,
@@ -488,20 +486,16 @@ impl Rpc {
         port_priority: u32,
         (msg, size): (*const c_void, u64),
         (reply, max_reply): (*mut c_void, u64),
-    ) -> c_long {
-        let result = (|| {
-            // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let ((port, _), data) =
-                unsafe { message(who, node, port_priority, (msg, size), false)? };
-            check_pointer(reply as usize, max_reply)?;
-            let id = self.start_call(who, (node, port), data, max_reply)?;
-            let answer = self.finish_call(id, Instant::now() + RPC_TIMEOUT)?;
-            // SAFETY: the caller promised `max_reply` writable bytes at
-            // `reply`, and replies are at most that long.
-            unsafe { store(reply as usize, &answer) };
-            Ok(answer.len() as c_long)
-        })();
-        outcome(result)
+    ) -> Result<c_long, c_long> {
+        // SAFETY: the caller promised `size` readable bytes at `msg`.
+        let ((port, _), data) = unsafe { message(who, node, port_priority, (msg, size), false)? };
+        check_pointer(reply as usize, max_reply)?;
+        let id = self.start_call(who, (node, port), data, max_reply)?;
+        let answer = self.finish_call(id, Instant::now() + RPC_TIMEOUT)?;
+        // SAFETY: the caller promised `max_reply` writable bytes at
+        // `reply`, and replies are at most that long.
+        unsafe { store(reply as usize, &answer) };
+        Ok(answer.len() as c_long)
     }
 
     /// `lite_send`.
@@ -516,15 +510,12 @@ impl Rpc {
         port_priority: u32,
         msg: *const c_void,
         size: u64,
-    ) -> c_long {
-        let result = (|| {
-            // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let ((port, nonblock), data) =
-                unsafe { message(who, node, port_priority, (msg, size), true)? };
-            self.enqueue(who, (node, port), data, None, nonblock)?;
-            Ok(0)
-        })();
-        outcome(result)
+    ) -> Result<c_long, c_long> {
+        // SAFETY: the caller promised `size` readable bytes at `msg`.
+        let ((port, nonblock), data) =
+            unsafe { message(who, node, port_priority, (msg, size), true)? };
+        self.enqueue(who, (node, port), data, None, nonblock)?;
+        Ok(0)
     }
 
     /// `lite_receive_message`.
@@ -540,23 +531,29 @@ impl Rpc {
         max_size: u64,
         descriptor: *mut u64,
         flags: u32,
-    ) -> c_long {
+    ) -> Result<c_long, c_long> {
         let unknown_flags = flags & !RECV_NONBLOCK != 0;
-        fail_if!(unknown_flags || port >= MAX_PORTS, libc::EINVAL);
-        or_return!(check_pointer(buf as usize, max_size).and(check_pointer(descriptor as usize, 8)));
+        refuse_if(unknown_flags || port >= MAX_PORTS, libc::EINVAL)?;
+        check_pointer(buf as usize, max_size)?;
+        check_pointer(descriptor as usize, 8)?;
         let deadline = Instant::now() + RECEIVE_LIMIT;
         let mut state = self.state();
-        let open = state.ports.get(&(who.node, port));
-        let generation = or_return!(open.map(|open| open.generation), libc::ENOENT);
+        let open = state
+            .ports
+            .get(&(who.node, port))
+            .ok_or(err(libc::ENOENT))?;
+        let generation = open.generation;
         loop {
             let open = match state.ports.get_mut(&(who.node, port)) {
                 Some(open) if open.generation == generation => open,
-                _ => return err(libc::ESHUTDOWN),
+                _ => return Err(err(libc::ESHUTDOWN)),
             };
             let (arrived, room) = (Arc::clone(&open.arrived), Arc::clone(&open.room));
             let next_size = open.queue.front().map(|next| next.data.len() as u64);
-            let too_large = next_size.is_some_and(|size| size > max_size);
-            fail_if!(too_large, libc::EMSGSIZE);
+            refuse_if(
+                next_size.is_some_and(|size| size > max_size),
+                libc::EMSGSIZE,
+            )?;
             if let Some(message) = open.queue.pop_front() {
                 let number = match message.call {
                     Some(call) => {
@@ -576,11 +573,10 @@ impl Rpc {
                 }
                 // Room in the ring for a waiting sender.
                 room.notify_all();
-                return message.data.len() as c_long;
+                return Ok(message.data.len() as c_long);
             }
-            fail_if!(flags & RECV_NONBLOCK != 0, libc::EAGAIN);
-            let waited = Self::wait(state, &arrived, deadline);
-            state = or_return!(waited.ok_or(err(libc::ETIMEDOUT)));
+            refuse_if(flags & RECV_NONBLOCK != 0, libc::EAGAIN)?;
+            state = Self::wait(state, &arrived, deadline).ok_or(err(libc::ETIMEDOUT))?;
         }
     }
 
@@ -595,19 +591,19 @@ impl Rpc {
         buf: *const c_void,
         size: u64,
         descriptor: u64,
-    ) -> c_long {
-        or_return!(check_pointer(buf as usize, size));
+    ) -> Result<c_long, c_long> {
+        check_pointer(buf as usize, size)?;
         let mut state = self.state();
         let key = (who.process, descriptor);
-        let call = *or_return!(state.descriptors.get(&key), libc::ENOENT);
+        let call = *state.descriptors.get(&key).ok_or(err(libc::ENOENT))?;
         if let Some(waiting) = state.calls.get(&call) {
-            fail_if!(size > waiting.max_reply, libc::EMSGSIZE);
+            refuse_if(size > waiting.max_reply, libc::EMSGSIZE)?;
         }
         state.descriptors.remove(&key);
         // SAFETY: the caller promised `size` readable bytes at `buf`.
         let data = unsafe { load(buf as usize, size) };
         state.finish(call, Ok(data));
-        0
+        Ok(0)
     }
 
     /// `lite_reply_and_receive_message`.
@@ -622,15 +618,12 @@ impl Rpc {
         size: u64,
         descriptor: u64,
         next: *mut LiteReceive,
-    ) -> c_long {
-        or_return!(check_pointer(next as usize, 1));
+    ) -> Result<c_long, c_long> {
+        check_pointer(next as usize, 1)?;
         // SAFETY: the caller promised a readable LiteReceive at `next`.
         let request = unsafe { next.read_unaligned() };
         // SAFETY: as the caller promised for `buf`.
-        let replied = unsafe { self.reply(who, buf, size, descriptor) };
-        if replied != 0 {
-            return replied;
-        }
+        unsafe { self.reply(who, buf, size, descriptor)? };
         let mut number = 0u64;
         // SAFETY: the caller promised `request.buf` writable for
         // `request.max_size` bytes; `number` is a local.
@@ -658,61 +651,60 @@ impl Rpc {
         &self,
         who: &Caller,
         call: *mut LiteMulticast,
-    ) -> c_long {
-        or_return!(check_pointer(call as usize, 1));
+    ) -> Result<c_long, c_long> {
+        check_pointer(call as usize, 1)?;
         // SAFETY: the caller promised a readable LiteMulticast at `call`.
         let call = unsafe { call.read_unaligned() };
-        let result = (|| {
-            let (port, _) = decode_port_priority(call.port_priority, false)?;
-            let invalid = call.count == 0 || call.count > MAX_NODES || call.size == 0;
-            refuse_if(invalid, libc::EINVAL)?;
-            let count = u64::from(call.count);
-            check_pointer(call.nodes as usize, count * 4)?;
-            check_pointer(call.lengths as usize, count * 8)?;
-            check_pointer(call.msg as usize, call.size)?;
-            let room = call.max_reply.checked_mul(count).ok_or(err(libc::EINVAL))?;
-            check_pointer(call.replies as usize, room)?;
-            // SAFETY: the caller promised `count` readable node ids.
-            let targets: Vec<u32> = unsafe { load(call.nodes as usize, count * 4) }
-                .chunks_exact(4)
-                .map(|id| u32::from_ne_bytes([id[0], id[1], id[2], id[3]]))
-                .collect();
-            // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let data = unsafe { load(call.msg as usize, call.size) };
-            let started: Vec<Result<u64, c_long>> = targets
-                .iter()
-                .map(|&node| {
-                    check_node(who, node)?;
-                    self.start_call(who, (node, port), data.clone(), call.max_reply)
-                })
-                .collect();
-            let deadline = Instant::now() + RPC_TIMEOUT;
-            let mut replied = 0;
-            for (index, started) in started.into_iter().enumerate() {
-                let length = match started.and_then(|id| self.finish_call(id, deadline)) {
-                    Ok(answer) => {
-                        let at = call.replies as usize + index * call.max_reply as usize;
-                        // SAFETY: the caller promised `max_reply` writable
-                        // bytes for every node; replies are at most that.
-                        unsafe { store(at, &answer) };
-                        replied += 1;
-                        answer.len() as i64
-                    }
-                    Err(errno) => errno,
-                };
-                let at = call.lengths as usize + index * 8;
-                // SAFETY: the caller promised `count` writable lengths.
-                unsafe { store(at, &length.to_ne_bytes()) };
-            }
-            Ok(replied)
-        })();
-        outcome(result)
+        let (port, _) = decode_port_priority(call.port_priority, false)?;
+        let invalid = call.count == 0 || call.count > MAX_NODES || call.size == 0;
+        refuse_if(invalid, libc::EINVAL)?;
+        let count = u64::from(call.count);
+        check_pointer(call.nodes as usize, count * 4)?;
+        check_pointer(call.lengths as usize, count * 8)?;
+        check_pointer(call.msg as usize, call.size)?;
+        let room = call.max_reply.checked_mul(count).ok_or(err(libc::EINVAL))?;
+        check_pointer(call.replies as usize, room)?;
+        // SAFETY: the caller promised `count` readable node ids.
+        let targets: Vec<u32> = unsafe { load(call.nodes as usize, count * 4) }
+            .chunks_exact(4)
+            .map(|id| u32::from_ne_bytes([id[0], id[1], id[2], id[3]]))
+            .collect();
+        // SAFETY: the caller promised `size` readable bytes at `msg`.
+        let data = unsafe { load(call.msg as usize, call.size) };
+        let started: Vec<Result<u64, c_long>> = targets
+            .iter()
+            .map(|&node| {
+                check_node(who, node)?;
+                self.start_call(who, (node, port), data.clone(), call.max_reply)
+            })
+            .collect();
+        let deadline = Instant::now() + RPC_TIMEOUT;
+        let mut replied = 0;
+        for (index, started) in started.into_iter().enumerate() {
+            let length = match started.and_then(|id| self.finish_call(id, deadline)) {
+                Ok(answer) => {
+                    let at = call.replies as usize + index * call.max_reply as usize;
+                    // SAFETY: the caller promised `max_reply` writable
+                    // bytes for every node; replies are at most that.
+                    unsafe { store(at, &answer) };
+                    replied += 1;
+                    answer.len() as i64
+                }
+                Err(errno) => errno,
+            };
+            let at = call.lengths as usize + index * 8;
+            // SAFETY: the caller promised `count` writable lengths.
+            unsafe { store(at, &length.to_ne_bytes()) };
+        }
+        Ok(replied)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Res = Result<c_long, c_long>;
 
     fn caller(node: u32, process: u64) -> Caller {
         Caller {
@@ -724,7 +716,7 @@ mod tests {
         }
     }
 
-    fn send(rpc: &Rpc, who: &Caller, node: u32, port: u32, data: &[u8], nonblock: bool) -> c_long {
+    fn send(rpc: &Rpc, who: &Caller, node: u32, port: u32, data: &[u8], nonblock: bool) -> Res {
         let flag = if nonblock { SEND_NONBLOCK } else { 0 };
         // SAFETY: `data` is readable for its length.
         unsafe {
@@ -739,12 +731,12 @@ mod tests {
     }
 
     /// Opens `port` of 64-byte messages for `who`, whatever its quota.
-    fn open_port(rpc: &Rpc, who: &Caller, port: u32) -> c_long {
+    fn open_port(rpc: &Rpc, who: &Caller, port: u32) -> Res {
         // SAFETY: an empty name is never read.
         unsafe { rpc.register_within(who, port, 64, 0, 0, Limit::Unlimited) }
     }
 
-    fn receive(rpc: &Rpc, who: &Caller, port: u32, buf: &mut [u8]) -> (c_long, u64) {
+    fn receive(rpc: &Rpc, who: &Caller, port: u32, buf: &mut [u8]) -> (Res, u64) {
         let mut descriptor = u64::MAX;
         // SAFETY: `buf` and `descriptor` are writable locals.
         let ret = unsafe {
@@ -764,24 +756,29 @@ mod tests {
     fn a_full_ring_refuses_nonblocking_sends_until_a_receive() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
-        // SAFETY: no name.
-        assert_eq!(open_port(&rpc, &server, 3), 0);
+        assert_eq!(open_port(&rpc, &server, 3), Ok(0));
         for i in 0..RING_SLOTS {
-            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], true), 0);
+            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], true), Ok(0));
         }
-        assert_eq!(send(&rpc, &client, 1, 3, b"x", true), err(libc::EAGAIN));
+        assert_eq!(
+            send(&rpc, &client, 1, 3, b"x", true),
+            Err(err(libc::EAGAIN))
+        );
         // Another client node has a ring of its own.
-        assert_eq!(send(&rpc, &server, 1, 3, b"local", true), 0);
+        assert_eq!(send(&rpc, &server, 1, 3, b"local", true), Ok(0));
         let mut buf = [0u8; 64];
-        assert_eq!(receive(&rpc, &server, 3, &mut buf), (1, 0));
+        assert_eq!(receive(&rpc, &server, 3, &mut buf), (Ok(1), 0));
         assert_eq!(buf[0], 0);
-        assert_eq!(send(&rpc, &client, 1, 3, b"y", true), 0);
-        assert_eq!(rpc.unregister_application(&client, 3), err(libc::ENOENT));
+        assert_eq!(send(&rpc, &client, 1, 3, b"y", true), Ok(0));
+        assert_eq!(
+            rpc.unregister_application(&client, 3),
+            Err(err(libc::ENOENT))
+        );
         let other_process = rpc.unregister_application(&caller(1, 9), 3);
-        assert_eq!(other_process, err(libc::EPERM));
-        assert_eq!(rpc.unregister_application(&server, 3), 0);
+        assert_eq!(other_process, Err(err(libc::EPERM)));
+        assert_eq!(rpc.unregister_application(&server, 3), Ok(0));
         let sent = send(&rpc, &client, 1, 3, b"z", true);
-        assert_eq!(sent, err(libc::ECONNREFUSED));
+        assert_eq!(sent, Err(err(libc::ECONNREFUSED)));
         assert_eq!(rpc.open_ports(), 0);
     }
 
@@ -793,14 +790,13 @@ mod tests {
             drop_when_full: true,
             ..caller(2, 2)
         };
-        // SAFETY: no name.
-        assert_eq!(open_port(&rpc, &server, 3), 0);
+        assert_eq!(open_port(&rpc, &server, 3), Ok(0));
         for i in 0..=RING_SLOTS {
-            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), 0);
+            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), Ok(0));
         }
         let mut buf = [0u8; 64];
         let mut received = 0;
-        while receive(&rpc, &server, 3, &mut buf).0 == 1 {
+        while receive(&rpc, &server, 3, &mut buf).0 == Ok(1) {
             received += 1;
         }
         assert_eq!(received, RING_SLOTS);
@@ -810,8 +806,7 @@ mod tests {
     fn exiting_fails_the_callers_of_unanswered_descriptors() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
-        // SAFETY: no name.
-        assert_eq!(open_port(&rpc, &server, 5), 0);
+        assert_eq!(open_port(&rpc, &server, 5), Ok(0));
         std::thread::scope(|scope| {
             let waiting = scope.spawn(|| {
                 let mut reply = [0u8; 8];
@@ -829,19 +824,19 @@ mod tests {
             let mut buf = [0u8; 8];
             let (len, descriptor) = loop {
                 let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
-                if len != err(libc::EAGAIN) {
+                if len != Err(err(libc::EAGAIN)) {
                     break (len, descriptor);
                 }
                 std::thread::yield_now();
             };
-            assert_eq!(len, 3);
+            assert_eq!(len, Ok(3));
             assert_ne!(descriptor, 0);
             // Another process cannot answer it.
             // SAFETY: `buf` is readable.
             let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
-            assert_eq!(foreign, err(libc::ENOENT));
+            assert_eq!(foreign, Err(err(libc::ENOENT)));
             rpc.exit(&server);
-            assert_eq!(waiting.join().ok(), Some(err(libc::ECONNRESET)));
+            assert_eq!(waiting.join().ok(), Some(Err(err(libc::ECONNRESET))));
         });
         assert_eq!(rpc.open_ports(), 0);
     }

@@ -103,11 +103,9 @@ impl TicketLock {
 
 /// What one node counts.
 struct NodeState {
-    /// The per-operation rows (its counters are not used).
+    /// The per-operation rows, and the counters of lock acquisitions and
+    /// waits and of atomics (the others are the main model's).
     rows: DebugStats,
-    lock_acquires: u64,
-    lock_waits: u64,
-    atomics: u64,
     qos: BTreeMap<&'static str, u64>,
 }
 
@@ -115,9 +113,6 @@ impl NodeState {
     fn new() -> NodeState {
         NodeState {
             rows: DebugStats::new(),
-            lock_acquires: 0,
-            lock_waits: 0,
-            atomics: 0,
             qos: QosParam::ALL
                 .into_iter()
                 .map(|p| (p.file_name(), p.default_value()))
@@ -138,6 +133,10 @@ struct State {
 impl State {
     fn node(&mut self, node: u32) -> &mut NodeState {
         self.nodes.entry(node).or_insert_with(NodeState::new)
+    }
+
+    fn counts(&mut self, node: u32) -> &mut LiteStats {
+        &mut self.node(node).rows.counters
     }
 }
 
@@ -185,7 +184,7 @@ impl Sync {
         fail_if!(entry.holders.contains(&who), libc::EDEADLK);
         if defects.lock_not_exclusive || (entry.free() && entry.waiting.is_empty()) {
             let ret = entry.take(who);
-            state.node(who.node).lock_acquires += 1;
+            state.counts(who.node).lock_acquires += 1;
             return ret;
         }
         let ticket = entry.next_ticket;
@@ -197,7 +196,7 @@ impl Sync {
             if entry.handed_to == Some(ticket) {
                 entry.handed_to = None;
                 let ret = entry.take(who);
-                let counts = state.node(who.node);
+                let counts = state.counts(who.node);
                 counts.lock_acquires += 1;
                 counts.lock_waits += 1;
                 return ret;
@@ -231,18 +230,19 @@ impl Sync {
         0
     }
 
-    /// The holders and waiters `gone` picks went with their node (it
-    /// failed or left): their queued calls end, and each lock they held
-    /// goes to its next waiter, or to whoever takes it next, with
-    /// `EOWNERDEAD` (0 with the `lock_hides_owner_death` defect).
-    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, defects: Defects) {
+    /// The holders and waiters `gone` picks are gone: their queued calls
+    /// end, and each lock they held goes to its next waiter, or to whoever
+    /// takes it next. If their node `died` (it failed or left) rather than
+    /// their process exiting, the taker gets `EOWNERDEAD` (0 with the
+    /// `lock_hides_owner_death` defect).
+    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, died: bool, defects: Defects) {
         let mut state = self.state();
         for entry in state.locks.values_mut() {
             entry.waiting.retain(|w| !gone(&w.who));
             let before = entry.holders.len();
             entry.holders.retain(|h| !gone(h));
             if entry.holders.len() != before {
-                entry.owner_died |= !defects.lock_hides_owner_death;
+                entry.owner_died |= died && !defects.lock_hides_owner_death;
                 entry.pass_on(defects.lock_serves_newest_first);
             }
         }
@@ -260,25 +260,9 @@ impl Sync {
         self.handed.notify_all();
     }
 
-    /// `process` exits: the locks it holds are released.
-    pub(super) fn exit(&self, process: u64, defects: Defects) {
-        let mut state = self.state();
-        let mut handed = false;
-        for entry in state.locks.values_mut() {
-            let before = entry.holders.len();
-            entry.holders.retain(|h| h.process != process);
-            if entry.holders.len() != before {
-                handed |= entry.pass_on(defects.lock_serves_newest_first);
-            }
-        }
-        if handed {
-            self.handed.notify_all();
-        }
-    }
-
     /// Counts an atomic operation issued on `node`.
     pub(super) fn count_atomic(&self, node: u32) {
-        self.state().node(node).atomics += 1;
+        self.state().counts(node).atomics += 1;
     }
 
     /// Counts one operation of type `op` at `priority` on `node` that
@@ -305,16 +289,15 @@ impl Sync {
         }
     }
 
-    /// Fills in the synchronization counters of `node` in `counters`.
-    pub(super) fn counters(&self, node: u32, counters: &mut LiteStats) {
+    /// The synchronization counters of `node` (the others 0; the model
+    /// runs nothing concurrently enough to throttle).
+    pub(super) fn counters(&self, node: u32) -> LiteStats {
         let mut state = self.state();
-        counters.locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;
-        let counts = state.node(node);
-        counters.lock_acquires = counts.lock_acquires;
-        counters.lock_waits = counts.lock_waits;
-        counters.atomics = counts.atomics;
-        // The model runs nothing concurrently enough to throttle.
-        counters.qos_throttled = 0;
+        let locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;
+        LiteStats {
+            locks,
+            ..*state.counts(node)
+        }
     }
 
     /// The statistics file of `node`, around `counters`.
@@ -362,7 +345,7 @@ mod tests {
     }
 
     fn gone_node(sync: &Sync, node: u32, defects: Defects) {
-        sync.holders_gone(|o| o.node == node, defects);
+        sync.holders_gone(|o| o.node == node, true, defects);
     }
 
     /// Locks with [`KEY`], created and held by node `holder`.
@@ -398,15 +381,28 @@ mod tests {
         assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
     }
 
+    /// Told with `EOWNERDEAD`, but with 0 under the defect that hides it,
+    /// or when the holder's process exited (its node lives on).
     #[test]
     fn a_dead_holder_s_lock_nobody_waits_for_goes_to_the_next_caller() {
-        let defects = Defects::default();
-        let sync = held_by(3, defects);
-        gone_node(&sync, 3, defects);
-        assert_eq!(sync.lock(owner(1), KEY, defects), err(libc::EOWNERDEAD));
-        assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
-        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+        let hides = Defects {
+            lock_hides_owner_death: true,
+            ..Defects::default()
+        };
+        let eownerdead = err(libc::EOWNERDEAD);
+        let cases = [
+            (true, Defects::default(), eownerdead),
+            (true, hides, 0),
+            (false, Defects::default(), 0),
+        ];
+        for (died, defects, told) in cases {
+            let sync = held_by(3, defects);
+            sync.holders_gone(|o| o.node == 3, died, defects);
+            assert_eq!(sync.lock(owner(1), KEY, defects), told);
+            assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
+            assert_eq!(sync.lock(owner(2), KEY, defects), 0);
+            assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+        }
     }
 
     #[test]
@@ -421,16 +417,5 @@ mod tests {
         });
         assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
         assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-    }
-
-    #[test]
-    fn the_defect_hands_a_dead_holder_s_lock_over_with_0() {
-        let defects = Defects {
-            lock_hides_owner_death: true,
-            ..Defects::default()
-        };
-        let sync = held_by(3, defects);
-        gone_node(&sync, 3, defects);
-        assert_eq!(sync.lock(owner(1), KEY, defects), 0);
     }
 }
