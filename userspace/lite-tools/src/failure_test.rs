@@ -89,7 +89,7 @@ use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expe
 use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
-use crate::resources::{self, Counters, RESOURCES_FILE};
+use crate::resources::{self, Comparison, Counters, RESOURCES_FILE};
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
@@ -633,25 +633,30 @@ fn resource_counters<K: Kernel>(kernel: &K) -> Result<Counters, String> {
 /// every [`CALL_COUNTERS`] counter, once the calls returned and the module
 /// unloaded.
 fn check_calls_released<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, caller: &KernelCaller) {
-    let now = resource_counters(kernel);
-    let value = |counters: &Result<Counters, String>, name: &str| match counters {
-        Ok(counters) => counters
-            .get(name)
-            .copied()
-            .ok_or(format!("{name} is not listed")),
-        Err(e) => Err(e.clone()),
+    let compared = match (&caller.counters_before, &resource_counters(kernel)) {
+        (Ok(before), Ok(now)) => Ok(resources::compare(before, now)),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
     for name in CALL_COUNTERS {
-        let (before, after) = (value(&caller.counters_before, name), value(&now, name));
+        let comparison = compared
+            .as_ref()
+            .ok()
+            .and_then(|all| all.iter().find(|c| c.name == name));
+        let value = |side: fn(&Comparison) -> Option<u64>| {
+            comparison
+                .and_then(side)
+                .map_or("?".to_string(), |v| v.to_string())
+        };
         tap.check(
             &format!(
                 "{name} back to its value before T7's module loaded ({} -> {})",
-                or_unknown(&before),
-                or_unknown(&after)
+                value(|c| c.before),
+                value(|c| c.after)
             ),
-            match (before, after) {
-                (Ok(before), Ok(after)) => unless(after <= before, || "not given back".into()),
-                (Err(e), _) | (_, Err(e)) => Err(e),
+            match (&compared, comparison) {
+                (Err(e), _) => Err(e.clone()),
+                (Ok(_), Some(c)) => c.problem().map_or(Ok(()), Err),
+                (Ok(_), None) => Err(format!("{name} is not a counter the check knows")),
             },
         );
     }
