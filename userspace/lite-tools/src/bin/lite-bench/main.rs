@@ -13,10 +13,10 @@
 //! between the two kernels (`lite_tools::kernel_message_module`);
 //! isolation (high-priority writes alone and beside `--qos-loaders`
 //! low-priority copies of this program, `lite-bench __qos-load NODE SIZE`,
-//! in alternating rounds, the first with the load also run with QoS off); and the memory regions of
-//! the node's resources file as 1, 10, 100 and 1000 LMRs of 4 KiB, then 100
-//! of 64 KiB, are alive, which must follow the pool's memory, not the
-//! number of LMRs.
+//! in alternating rounds, the first with the load also run with QoS off);
+//! and the memory regions of the node's resources file as 1, 10, 100 and
+//! 1000 LMRs of 4 KiB, then 100 of 64 KiB, are alive, which must follow the
+//! pool's memory, not the number of LMRs.
 //!
 //! `--series latency` measures only the latency series and RPC round trips:
 //! one round of the interleaved comparison with the native verbs baseline,
