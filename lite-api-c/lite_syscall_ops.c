@@ -50,6 +50,7 @@ static const struct lite_syscall_ops lite_syscall_ops = {
 	.lock = lite_rs_lock,
 	.unlock = lite_rs_unlock,
 	.set_priority = lite_rs_set_priority,
+	.dsm_open = lite_rs_dsm_open,
 	.exit_process = lite_rs_exit_process,
 };
 

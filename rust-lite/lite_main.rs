@@ -23,6 +23,7 @@
 use kernel::prelude::*;
 
 mod api;
+mod dsm;
 mod errno;
 mod internal;
 mod sys;
@@ -61,6 +62,7 @@ impl kernel::Module for LiteModule {
             client: None,
         };
         internal::node::Node::init()?;
+        dsm::Dsm::init()?;
         module.modules = Some(api::kernel_messages::ModuleWatch::start()?);
         module.client = Some(verbs::IbClient::register()?);
         module.debugfs = Some(api::entry_points::DebugfsFiles::create());
@@ -91,6 +93,9 @@ impl Drop for LiteModule {
         // SAFETY: No system call, API call, debugfs access, IB client
         // callback or LITE thread is left to use the node, and nothing
         // looks for it again.
+        // SAFETY: As above; region files, which use LITE-DSM, hold LITE's
+        // module, so none is open.
+        drop(unsafe { dsm::DSM.release() });
         drop(unsafe { internal::node::NODE.release() });
         pr_info!("unloaded\n");
     }

@@ -356,3 +356,9 @@ SYSCALL_DEFINE1(lite_leave, unsigned int, flags)
 {
 	return LITE_CALL(leave, flags);
 }
+
+SYSCALL_DEFINE5(lite_dsm_open, unsigned int, node, u64, name, u64, size,
+		unsigned int, flags, u64, password)
+{
+	return LITE_CALL(dsm_open, node, name, size, flags, password);
+}

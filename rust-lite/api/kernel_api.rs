@@ -11,6 +11,7 @@ use crate::internal::node_id::NodeId;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use kernel::{error::from_result, prelude::*};
 
+use super::rust_api::{Place, Session};
 use crate::{
     internal::{
         async_io::{op::AsyncBuffer, AsyncData, AsyncDataOp},
@@ -20,8 +21,7 @@ use crate::{
             handle::{LmrHandle, Password},
             ops::CopyEnd,
             registration::KernelRegion,
-            transfer::{Direction, KernelSink, KernelSource},
-            DataOp,
+            transfer::KernelSource,
         },
         node::node,
         qos::priority::Priority,
@@ -183,22 +183,17 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
     password: u64,
 ) -> c_int {
     from_result(|| {
-        let cluster = node()?.cluster()?;
         // SAFETY: Unless `size` is 0, `buf` points to `size` readable bytes
         // of one buffer that stay valid and unwritten until this call returns
         // (this function's `# Safety` section); `data` is only used during
         // the transfer below, so its lifetime ends before then.
         let data = unsafe { kernel_slice(buf, size) }?;
-        let mut source = KernelSource { rest: data };
-        let write = DataOp {
-            handle: LmrHandle::from_raw(lh),
-            direction: Direction::Write(&mut source),
-            len: size,
+        let at = Place {
             offset,
             priority,
-            password: Password::from_raw(password),
+            password,
         };
-        cluster.memory.transfer(&cluster.kernel_process, write)?;
+        Session::current()?.write(lh, at, data)?;
         Ok(0)
     })
 }
@@ -220,23 +215,18 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
     password: u64,
 ) -> c_int {
     from_result(|| {
-        let cluster = node()?.cluster()?;
         // SAFETY: Unless `size` is 0, `buf` points to `size` writable bytes
         // of one buffer that stay valid, and that nothing else accesses,
         // until this call returns (this function's `# Safety` section);
         // `data` is only used during the transfer below, so its lifetime ends
         // before then.
         let data = unsafe { kernel_slice_mut(buf, size) }?;
-        let mut sink = KernelSink { rest: data };
-        let read = DataOp {
-            handle: LmrHandle::from_raw(lh),
-            direction: Direction::Read(&mut sink),
-            len: size,
+        let at = Place {
             offset,
             priority,
-            password: Password::from_raw(password),
+            password,
         };
-        cluster.memory.transfer(&cluster.kernel_process, read)?;
+        Session::current()?.read(lh, at, data)?;
         Ok(0)
     })
 }
@@ -295,10 +285,7 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read(
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_free(lh: u64) -> c_int {
     from_result(|| {
-        let cluster = node()?.cluster()?;
-        cluster
-            .sharing
-            .free(&cluster.kernel_process, LmrHandle::from_raw(lh))?;
+        Session::current()?.free(lh)?;
         Ok(0)
     })
 }
@@ -413,14 +400,7 @@ pub(crate) extern "C" fn liteapi_add_askmr_table(
     password: u64,
 ) -> c_int {
     from_result(|| {
-        let cluster = node()?.cluster()?;
-        cluster.sharing.publish(
-            &cluster.kernel_process,
-            identifier,
-            LmrHandle::from_raw(lh),
-            permission,
-            Password::from_raw(password),
-        )?;
+        Session::current()?.publish(identifier, lh, permission, password)?;
         Ok(0)
     })
 }
@@ -434,15 +414,9 @@ pub(crate) extern "C" fn liteapi_ask_mr(
     password: u64,
 ) -> c_long {
     from_result(|| {
-        let cluster = node()?.cluster()?;
-        let handle = cluster.sharing.ask_lmr(
-            &cluster.kernel_process,
-            NodeId::new(owner),
-            identifier,
-            permission,
-            Password::from_raw(password),
-        )?;
-        c_long::try_from(handle.raw()).map_err(|_| EINVAL)
+        let owner = NodeId::new(owner);
+        let handle = Session::current()?.map_published(owner, identifier, permission, password)?;
+        c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }
 
@@ -450,10 +424,7 @@ pub(crate) extern "C" fn liteapi_ask_mr(
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_umap_lmr(lh: u64) -> c_int {
     from_result(|| {
-        let cluster = node()?.cluster()?;
-        cluster
-            .sharing
-            .umap(&cluster.kernel_process, LmrHandle::from_raw(lh))?;
+        Session::current()?.unmap(lh)?;
         Ok(0)
     })
 }

@@ -19,15 +19,17 @@ use kernel::{
     sync::Arc,
 };
 
-use super::kernel_api::{kernel_slice, kernel_slice_mut};
+use super::{
+    kernel_api::{kernel_slice, kernel_slice_mut},
+    rust_api::{call_into, target},
+};
 use crate::{
     errno,
     internal::{
-        cluster::Cluster,
         kernel_messages::{pieces, Answer, Handler, Kind, MAX_REPLY},
         node::node,
         qos::priority::Priority,
-        rpc::{payload::ToKernel, ring_protocol::MAX_MESSAGE_SIZE, Target},
+        rpc::{payload::ToKernel, ring_protocol::MAX_MESSAGE_SIZE},
     },
 };
 
@@ -371,16 +373,6 @@ pub(crate) extern "C" fn liteapi_defer_reply() -> i64 {
     }
 }
 
-/// The target of a kernel message of `kind` at `priority`.
-fn target(cluster: &Cluster, kind: Kind, priority: Priority) -> Target {
-    Target {
-        port: kind.port(),
-        nonblocking: false,
-        priority,
-    }
-    .with_default(&cluster.kernel_process.default_priority)
-}
-
 /// A node id from C.
 fn node_of(raw: c_int) -> Result<NodeId> {
     Ok(NodeId::new(u32::try_from(raw).map_err(|_| EINVAL)?))
@@ -511,24 +503,6 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply(
         let out = unsafe { kernel_slice_mut(ack_msg, MAX_REPLY as u64) }?;
         call_into(&cluster, node_of(node_id)?, &target, message, out)
     })
-}
-
-/// Calls `node` with `message` and copies the reply, of at most
-/// `MAX_REPLY` bytes, to `out`; returns its length.
-fn call_into(
-    cluster: &Cluster,
-    node: NodeId,
-    target: &Target,
-    message: &[u8],
-    out: &mut [u8],
-) -> Result<c_int> {
-    let reply = cluster
-        .rpc
-        .call(node, target, message.into(), MAX_REPLY as u64, ToKernel)?;
-    out.get_mut(..reply.len())
-        .ok_or(errno::EMSGSIZE())?
-        .copy_from_slice(&reply);
-    Ok(reply.len() as c_int)
 }
 
 /// [`liteapi_send_reply`] with the original's datagram name; it travels,

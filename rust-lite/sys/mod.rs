@@ -6,7 +6,8 @@
 //! wait queues woken from completion handlers, kernel TCP sockets (for the
 //! cluster manager connection), the cluster secret and HMAC-SHA256 (which
 //! authenticate that connection), and objects that are set once and live for
-//! the rest of the kernel's life.
+//! the rest of the kernel's life, and memory that processes map and the
+//! kernel takes back page by page.
 
 pub(crate) mod cred;
 pub(crate) mod kthread;
@@ -15,5 +16,6 @@ pub(crate) mod ram;
 pub(crate) mod sched;
 pub(crate) mod secret;
 pub(crate) mod set_once;
+pub(crate) mod shared_mapping;
 pub(crate) mod tcp;
 pub(crate) mod wait;

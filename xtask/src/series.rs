@@ -771,6 +771,7 @@ const DRIVER_PARTS: &[DriverPart] = &[
                original LITE's names. Add them and <rdma/lite_api.h>.",
         sources: &[
             "rust-lite/api/kernel_api.rs",
+            "rust-lite/api/rust_api.rs",
             "lite-api-c/lite_api.c",
             "lite-api-c/include/rdma/lite_api.h",
         ],
@@ -781,6 +782,21 @@ const DRIVER_PARTS: &[DriverPart] = &[
                liteapi_send_message, liteapi_send_reply and liteapi_send_reply_opt\n\
                with their variants, and the registration of their handlers.",
         sources: &["rust-lite/api/kernel_messages.rs"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add LITE-DSM, shared memory across nodes",
+        body: "The LITE paper's kernel-level DSM: regions of memory named\n\
+               cluster-wide that processes on every node map with lite_dsm_open()\n\
+               and mmap(). Page faults keep one writer or many readers per page\n\
+               through a directory on the region's node, fetching pages from their\n\
+               homes with RDMA reads and invalidating copies with LITE messages.\n\
+               LITE-DSM uses LITE's kernel API and nothing of its internals.",
+        sources: &[
+            "rust-lite/dsm/",
+            "rust-lite/api/dsm_syscalls.rs",
+            "rust-lite/sys/shared_mapping.rs",
+            "lite-api-c/lite_dsm.c",
+        ],
     },
     DriverPart {
         subject: "RDMA/lite: build LITE",

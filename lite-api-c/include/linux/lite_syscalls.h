@@ -93,6 +93,8 @@ struct lite_syscall_ops {
 	long (*lock)(unsigned long lock);
 	long (*unlock)(unsigned long lock);
 	long (*set_priority)(unsigned int priority);
+	long (*dsm_open)(unsigned int node, u64 name, u64 size,
+			 unsigned int flags, u64 password);
 	void (*exit_process)(void);
 };
 

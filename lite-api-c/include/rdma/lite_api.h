@@ -1506,4 +1506,22 @@ int lite_rs_membership_get(unsigned int id, u64 *value);
 int lite_rs_membership_set(unsigned int id, u64 value);
 int lite_rs_rpc_fault_next(u64 node);
 
+/* LITE-DSM's region files and mappings (lite_dsm.c) and their backends. */
+struct file;
+struct page;
+long lite_rs_dsm_open(unsigned int node, u64 name, u64 size,
+		      unsigned int flags, u64 password);
+int lite_rs_dsm_fault(void *region, unsigned long index, bool write,
+		      struct page **page);
+int lite_rs_dsm_page_mkwrite(void *region, unsigned long index,
+			     struct page *page);
+int lite_rs_dsm_mmap(void *region, unsigned long first, unsigned long pages);
+void lite_rs_dsm_release(void *region);
+int lite_dsm_anchor_create(struct file **anchor);
+int lite_dsm_install_fd(struct file *anchor, void *private);
+void lite_dsm_zap(struct file *anchor, unsigned long index);
+void lite_dsm_lock_page(struct page *page);
+void lite_dsm_unlock_page(struct page *page);
+void lite_dsm_get_page(struct page *page);
+
 #endif /* _RDMA_LITE_API_H */

@@ -63,6 +63,10 @@ pub(crate) enum Kind {
     AtomicSend,
     /// One-way messages of several pieces (`liteapi_atomic_single_send`).
     AtomicSingleSend,
+    /// Requests to the directories of LITE-DSM regions on this node.
+    DsmDirectory,
+    /// Invalidations of this node's copies of LITE-DSM pages.
+    DsmCache,
 }
 
 impl Kind {
@@ -74,6 +78,8 @@ impl Kind {
         Kind::SendReplyOpt,
         Kind::AtomicSend,
         Kind::AtomicSingleSend,
+        Kind::DsmDirectory,
+        Kind::DsmCache,
     ];
 
     /// The kind's port: one of those above the applications'.
@@ -89,6 +95,8 @@ impl Kind {
             Kind::SendReplyOpt => c_str!("lite_kmsg_opt"),
             Kind::AtomicSend => c_str!("lite_kmsg_atomic"),
             Kind::AtomicSingleSend => c_str!("lite_kmsg_single"),
+            Kind::DsmDirectory => c_str!("lite_dsm_dir"),
+            Kind::DsmCache => c_str!("lite_dsm_cache"),
         }
     }
 

@@ -37,7 +37,7 @@ impl Permission {
     }
 
     /// The raw bits.
-    pub(crate) fn bits(self) -> u64 {
+    pub(crate) const fn bits(self) -> u64 {
         self.0
     }
 

@@ -27,9 +27,9 @@ pub(crate) const MAX_PORTS: u32 = 64;
 /// for each kind of kernel message handler.
 pub(crate) const PORTS: u32 = MAX_PORTS + KERNEL_MESSAGE_PORTS;
 
-/// Ports of kernel message handlers (`liteapi_reg_*_handler`), numbered
-/// from [`MAX_PORTS`].
-pub(crate) const KERNEL_MESSAGE_PORTS: u32 = 5;
+/// Ports of kernel message handlers (`liteapi_reg_*_handler`, and the two
+/// of LITE-DSM), numbered from [`MAX_PORTS`].
+pub(crate) const KERNEL_MESSAGE_PORTS: u32 = 7;
 
 /// Largest message (`LITE_MAX_MESSAGE_SIZE`).
 pub(crate) const MAX_MESSAGE_SIZE: u64 = 256 << 10;
