@@ -22,13 +22,19 @@ static const struct file_operations lite_dsm_anchor_fops = {
 	.owner = THIS_MODULE,
 };
 
-/* A fault's errno as a vm_fault_t; -EAGAIN makes the access fault again. */
+/*
+ * A fault's errno as a vm_fault_t. -EAGAIN, and a wait a signal ended, make
+ * the access fault again, once the signal is handled; any other error means
+ * the page cannot be had.
+ */
 static vm_fault_t lite_dsm_fault_result(int ret)
 {
 	switch (ret) {
 	case 0:
 		return VM_FAULT_LOCKED;
 	case -EAGAIN:
+	case -EINTR:
+	case -ERESTARTSYS:
 		return VM_FAULT_NOPAGE;
 	case -ENOMEM:
 		return VM_FAULT_OOM;

@@ -20,7 +20,13 @@ use crate::{
 
 /// Backend of `lite_dsm_open`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_dsm_open(node: u32, name: u64, size: u64, flags: u32, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_dsm_open(
+    node: u32,
+    name: u64,
+    size: u64,
+    flags: u32,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let fd = Dsm::get()?.open(NodeId::new(node), name, size, flags, password)?;
         Ok(fd as c_long)
@@ -108,7 +114,11 @@ pub(crate) unsafe extern "C" fn lite_rs_dsm_page_mkwrite(
 ///
 /// `private` must be a live region file's private data.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn lite_rs_dsm_mmap(private: *mut c_void, first: c_ulong, pages: c_ulong) -> c_int {
+pub(crate) unsafe extern "C" fn lite_rs_dsm_mmap(
+    private: *mut c_void,
+    first: c_ulong,
+    pages: c_ulong,
+) -> c_int {
     // SAFETY: The file is live during its `.mmap` (`# Safety`).
     let region = unsafe { region(private) };
     from_result(|| {

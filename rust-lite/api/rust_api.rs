@@ -18,19 +18,22 @@ pub(crate) use crate::internal::{
     wire_layout::{self as layout, wire_layout, WireField},
 };
 
-use crate::{errno, internal::{
-    cluster::Cluster,
-    kernel_messages::{Kind, MAX_REPLY},
-    memory::{
-        handle::{LmrHandle, Password},
-        permission::Permission,
-        transfer::{Direction, KernelSink, KernelSource},
-        DataOp,
+use crate::{
+    errno,
+    internal::{
+        cluster::Cluster,
+        kernel_messages::{Kind, MAX_REPLY},
+        memory::{
+            handle::{LmrHandle, Password},
+            permission::Permission,
+            transfer::{Direction, KernelSink, KernelSource},
+            DataOp,
+        },
+        node::node,
+        qos::priority::Priority,
+        rpc::{payload::ToKernel, Target},
     },
-    node::node,
-    qos::priority::Priority,
-    rpc::{payload::ToKernel, Target},
-}};
+};
 
 /// The in-kernel services that have a port of their own on every node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,8 +44,8 @@
 use kernel::{c_str, new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use crate::{
-    errno,
     api::rust_api::{Answer, Handler, NodeId, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE},
+    errno,
     sys::{kthread, secret::random_bytes, set_once::SetOnce, shared_mapping::PAGE_SIZE},
 };
 
@@ -105,7 +105,10 @@ impl State {
     }
 
     fn directory(&self, name: u64) -> Option<&Arc<Directory>> {
-        self.directories.iter().flatten().find(|dir| dir.name == name)
+        self.directories
+            .iter()
+            .flatten()
+            .find(|dir| dir.name == name)
     }
 }
 
@@ -179,11 +182,21 @@ impl Dsm {
     /// other than the region's; `ENOENT` no such region; `EACCES` a wrong
     /// password; `EEXIST` an LMR of this node is published under the name;
     /// the errors of allocating the region's memory or reaching its node.
-    pub(crate) fn open(&self, node: NodeId, name: u64, size: u64, flags: u32, password: u64) -> Result<i32> {
+    pub(crate) fn open(
+        &self,
+        node: NodeId,
+        name: u64,
+        size: u64,
+        flags: u32,
+        password: u64,
+    ) -> Result<i32> {
         if flags & !DSM_CREATE != 0 {
             return Err(EINVAL);
         }
         let session = Session::current()?;
+        if !node.is_member_id() {
+            return Err(EINVAL);
+        }
         let create = flags & DSM_CREATE != 0;
         if create && (node != session.node_id() || size == 0 || size > MAX_REGION_SIZE) {
             return Err(EINVAL);
@@ -241,8 +254,12 @@ impl Dsm {
         let attached = usize::try_from(answer.pages)
             .map_err(|_| EINVAL)
             .and_then(|pages| {
-                let data =
-                    session.map_published(node, name, PERMISSION_READ_WRITE, answer.data_password)?;
+                let data = session.map_published(
+                    node,
+                    name,
+                    PERMISSION_READ_WRITE,
+                    answer.data_password,
+                )?;
                 let region = LocalRegion::new(
                     session.clone(),
                     id,
@@ -398,7 +415,12 @@ impl Dsm {
     }
 
     /// Opens, or creates, a region of this node for node `from`.
-    fn open_directory(&self, session: &Session, from: NodeId, request: &DirectoryRequest) -> Result<DirectoryAnswer> {
+    fn open_directory(
+        &self,
+        session: &Session,
+        from: NodeId,
+        request: &DirectoryRequest,
+    ) -> Result<DirectoryAnswer> {
         let found = self.state.lock().directory(request.name).cloned();
         let directory = match found {
             Some(directory) => {
@@ -425,7 +447,12 @@ impl Dsm {
     }
 
     /// Creates region `request.name` of `request.index` bytes on this node.
-    fn create_directory(&self, session: &Session, creator: NodeId, request: &DirectoryRequest) -> Result<Arc<Directory>> {
+    fn create_directory(
+        &self,
+        session: &Session,
+        creator: NodeId,
+        request: &DirectoryRequest,
+    ) -> Result<Arc<Directory>> {
         let size = request.index;
         let pages = usize::try_from(size / PAGE_SIZE as u64).map_err(|_| EINVAL)?;
         let data_password = u64::from_ne_bytes(random_bytes());
@@ -438,7 +465,9 @@ impl Dsm {
         };
         let created = session
             .publish(request.name, handle, PERMISSION_READ_WRITE, data_password)
-            .and_then(|()| Directory::new(request.name, size, pages, request.password, data, creator))
+            .and_then(|()| {
+                Directory::new(request.name, size, pages, request.password, data, creator)
+            })
             .and_then(|directory| {
                 insert(&mut self.state.lock().directories, directory.clone())?;
                 Ok(directory)
@@ -508,7 +537,11 @@ fn round_to_pages(size: u64) -> Result<u64> {
 }
 
 /// Sends `request` to the directory on `node`.
-fn call_directory(session: &Session, node: NodeId, request: &DirectoryRequest) -> Result<DirectoryAnswer> {
+fn call_directory(
+    session: &Session,
+    node: NodeId,
+    request: &DirectoryRequest,
+) -> Result<DirectoryAnswer> {
     let mut answer = [0u8; MAX_ANSWER];
     let len = session.call(node, Service::DsmDirectory, &request.encode(), &mut answer)?;
     DirectoryAnswer::decode(answer.get(..len).ok_or(EINVAL)?)

@@ -208,7 +208,11 @@ impl LocalRegion {
             incarnation: self.id.incarnation,
             index: index as u64,
             password: 0,
-            flags: if want == Access::Write { ACQUIRE_WRITE } else { 0 },
+            flags: if want == Access::Write {
+                ACQUIRE_WRITE
+            } else {
+                0
+            },
         };
         let mut answer = [0u8; MAX_ANSWER];
         let len = self.session.call(
@@ -223,9 +227,7 @@ impl LocalRegion {
 
     /// Where page `index` lies in the data LMR.
     fn place(&self, index: usize) -> Result<Place> {
-        let offset = (index as u64)
-            .checked_mul(PAGE_SIZE as u64)
-            .ok_or(EINVAL)?;
+        let offset = (index as u64).checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
         Ok(Place {
             offset,
             priority: 0,

@@ -9,7 +9,9 @@ use core::{
     ffi::{c_int, c_ulong, c_void},
     ptr::{null_mut, NonNull},
 };
-use kernel::{bindings, error::to_result, page::Page, prelude::*, sync::Arc, types::ForeignOwnable};
+use kernel::{
+    bindings, error::to_result, page::Page, prelude::*, sync::Arc, types::ForeignOwnable,
+};
 
 /// Bytes of a page.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;

@@ -72,6 +72,7 @@
 #define __NR_lite_set_priority		585
 #define __NR_lite_leave			586
 #define __NR_lite_send_reply_imm_async	587
+#define __NR_lite_dsm_open		588
 
 /* A distributed lock: the node that keeps it and its number there. */
 struct lite_lock {
@@ -100,6 +101,9 @@ struct lite_lock {
 
 /* lite_receive_message flags. */
 #define LITE_RECV_NONBLOCK	0x1u
+
+/* lite_dsm_open flag: create the region on this node. */
+#define LITE_DSM_CREATE		0x1u
 
 /* The receive half of lite_reply_and_receive_message. */
 struct lite_receive {
@@ -677,6 +681,21 @@ static inline long lite_set_priority(unsigned int priority)
 {
 	return lite_syscall_result(syscall(__NR_lite_set_priority,
 					   (unsigned long)priority));
+}
+
+/*
+ * Opens LITE-DSM region @name of node @node (creating it on this node, of
+ * @size bytes, with LITE_DSM_CREATE); returns a file descriptor to mmap()
+ * with MAP_SHARED. Every access to the mapping sees the last write of its
+ * page on any node; a page lost with a node raises SIGBUS.
+ */
+static inline long lite_dsm_open(unsigned int node, uint64_t name,
+				 uint64_t size, unsigned int flags,
+				 uint64_t password)
+{
+	return lite_syscall_result(syscall(__NR_lite_dsm_open,
+					   (unsigned long)node, name, size,
+					   (unsigned long)flags, password));
 }
 
 #endif /* _LITE_USERSPACE_H */

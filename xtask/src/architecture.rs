@@ -23,6 +23,10 @@ const INTERNAL_DIR: &str = "rust-lite/internal";
 /// The internal unit's module path from the crate root.
 const INTERNAL_UNIT: [&str; 1] = ["internal"];
 
+/// Where LITE-DSM lives, and its module path: a unit on top of LITE's API.
+const DSM_DIR: &str = "rust-lite/dsm";
+const DSM_UNIT: [&str; 1] = ["dsm"];
+
 /// The attribute that makes the compiler enforce the no-`unsafe` rule too.
 const DENY_UNSAFE: &str = "#![deny(unsafe_code)]";
 
@@ -402,6 +406,45 @@ mod tests {
         let graph = dependency_graph(&sources, &INTERNAL_UNIT);
         let cycle = find_cycle(&graph).map(|cycle| describe_cycle(&graph, &cycle));
         assert_eq!(cycle, None, "import cycle in the internal unit");
+    }
+
+    /// LITE-DSM is built on LITE's kernel API: it holds no `unsafe` code
+    /// and reaches LITE only through `crate::api`, never its internals or
+    /// its verbs.
+    #[test]
+    fn dsm_unit_is_safe_and_uses_only_lite_s_api() {
+        let dir = repo_root().join(DSM_DIR);
+        let sources = crate::fsutil::read_rust_sources(&dir).expect("the DSM unit's sources");
+        let mod_rs: String = tokens(&sources["mod.rs"])
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        assert!(
+            mod_rs.contains(DENY_UNSAFE),
+            "{DSM_DIR}/mod.rs lacks {DENY_UNSAFE}"
+        );
+        let mut found = Vec::new();
+        for (file, source) in &sources {
+            for line in unsafe_lines(source) {
+                found.push(format!("  {DSM_DIR}/{file}:{line}: unsafe code"));
+            }
+            let here = module_of(&DSM_UNIT, file);
+            for reference in references(&tokens(source)) {
+                let path = absolute_path(&here, &reference.segments).unwrap_or_default();
+                if matches!(path.first().map(String::as_str), Some("internal" | "verbs")) {
+                    let path = path.join("::");
+                    found.push(format!(
+                        "  {DSM_DIR}/{file}:{}: crate::{path}",
+                        reference.line
+                    ));
+                }
+            }
+        }
+        let found = found.join("\n");
+        assert!(
+            found.is_empty(),
+            "the DSM unit goes around LITE's API:\n{found}"
+        );
     }
 
     #[test]

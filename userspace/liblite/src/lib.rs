@@ -43,6 +43,7 @@ use std::mem::ManuallyDrop;
 
 use libc::c_long;
 
+pub mod dsm;
 pub mod rpc;
 pub mod sync;
 pub mod sys;

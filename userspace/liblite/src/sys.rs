@@ -116,6 +116,8 @@ pub const SYS_LITE_UNLOCK: c_long = uapi::__NR_lite_unlock as c_long;
 pub const SYS_LITE_SET_PRIORITY: c_long = uapi::__NR_lite_set_priority as c_long;
 /// `lite_leave`: leave the cluster gracefully.
 pub const SYS_LITE_LEAVE: c_long = uapi::__NR_lite_leave as c_long;
+/// `lite_dsm_open`: open a LITE-DSM region, a descriptor to map.
+pub const SYS_LITE_DSM_OPEN: c_long = uapi::__NR_lite_dsm_open as c_long;
 
 /// Most distributed locks one home node can keep ([`create_lock`] fails
 /// with `-ENOSPC` beyond).
@@ -135,6 +137,9 @@ pub const SEND_NONBLOCK: u32 = uapi::LITE_SEND_NONBLOCK;
 /// [`receive_message`] flag: fail with `-EAGAIN` instead of blocking while
 /// the port is empty.
 pub const RECV_NONBLOCK: u32 = uapi::LITE_RECV_NONBLOCK;
+
+/// [`dsm_open`] flag: create the region on this node if it does not exist.
+pub const DSM_CREATE: u32 = uapi::LITE_DSM_CREATE;
 
 /// [`leave`] flag: leave even if a chunk held for another node could not
 /// move (its data is lost) instead of failing with `-ENOSPC`.
@@ -993,6 +998,25 @@ pub unsafe fn unlock(lock: *const LiteLock) -> c_long {
 pub fn set_priority(priority: c_uint) -> c_long {
     // SAFETY: the call takes no pointers.
     unsafe { lite_syscall(SYS_LITE_SET_PRIORITY, [priority.into(), 0, 0, 0, 0, 0]) }
+}
+
+/// Opens LITE-DSM region `name` of node `node` (created on this node, of
+/// `size` bytes, with [`DSM_CREATE`]) and returns a file descriptor to map
+/// with `MAP_SHARED`. `-ENOENT` no such region, `-EACCES` a wrong
+/// password, `-EINVAL` bad flags or size or creation on another node,
+/// `-EEXIST` the name is taken by an LMR of `node`, `-ENOTCONN` before a
+/// join.
+pub fn dsm_open(node: c_uint, name: u64, size: u64, flags: c_uint, password: u64) -> c_long {
+    let args = [
+        node.into(),
+        name as c_ulong,
+        size as c_ulong,
+        flags.into(),
+        password as c_ulong,
+        0,
+    ];
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_DSM_OPEN, args) }
 }
 
 #[cfg(test)]

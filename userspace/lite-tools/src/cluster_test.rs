@@ -40,6 +40,7 @@ use crate::IB_PORT;
 mod apps;
 mod c_programs;
 mod device_access;
+mod dsm;
 pub(crate) mod io;
 mod kernel_api;
 mod membership_auth;
@@ -227,6 +228,7 @@ fn run_cases<K: Kernel, W: Write>(
     stress::run(kernel, tap, at, kernel.spawns_processes())?;
     rpc::run(kernel, tap, at)?;
     sync::run(kernel, tap, at)?;
+    dsm::run(kernel, tap, at)?;
     c_programs::run(kernel, tap, config.cm, me, nodes)?;
     apps::run(kernel, tap, config.cm, me, nodes)?;
     kernel_api::run(kernel, tap, nodes);
@@ -831,10 +833,11 @@ pub(crate) mod tests {
                     ("an in-memory model has no device to probe", 1),
                     ("needs the real kernel's keyrings", 3),
                     ("needs a second node to allocate on this one", serving_skips),
+                    ("this kernel maps no memory", 1),
                     // Every skip.
                     (
                         "",
-                        21 + kernel_api::CASES.len() + app_skips + corrupt_skips + serving_skips,
+                        22 + kernel_api::CASES.len() + app_skips + corrupt_skips + serving_skips,
                     ),
                 ] {
                     let skipped = output.matches(&format!("# SKIP {why}")).count();

@@ -240,6 +240,18 @@ pub trait Kernel: Sync {
     fn kernel_message_call(&self, _node: u32, _size: u64) -> c_long {
         -c_long::from(libc::ENOSYS)
     }
+    /// `lite_dsm_open`; `None` where memory cannot be mapped from the
+    /// kernel (the in-memory model).
+    fn dsm_open(
+        &self,
+        _node: u32,
+        _name: u64,
+        _size: u64,
+        _flags: u32,
+        _pw: u64,
+    ) -> Option<c_long> {
+        None
+    }
 }
 
 /// Exists while LITE is loaded as a module (not when it is built in).
@@ -326,6 +338,10 @@ impl Kernel for Syscalls {
 
     fn unload_kernel_message_module(&self) -> Option<Result<(), String>> {
         Some(kernel_message_module::unload())
+    }
+
+    fn dsm_open(&self, node: u32, name: u64, size: u64, flags: u32, pw: u64) -> Option<c_long> {
+        Some(lite::sys::dsm_open(node, name, size, flags, pw))
     }
 
     fn kernel_message_call(&self, node: u32, size: u64) -> c_long {

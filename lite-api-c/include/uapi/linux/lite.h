@@ -561,14 +561,21 @@ struct lite_lock {
 /*
  * LITE-DSM: shared memory across nodes
  *
- * lite_dsm_open(node, name, size, flags, password) returns a file
- * descriptor (O_CLOEXEC) of region @name of node @node; mmap() it with
- * MAP_SHARED (private mappings: -EINVAL) at page offsets within the region.
- * With LITE_DSM_CREATE the region is created if it does not exist: @node
- * must be the caller's node and @size (rounded up to pages, at most
- * LITE_MAX_LMR_SIZE) is its size. Opening an existing region takes @size 0
- * or its size, and its @password. Every process of a node that opens a
- * region shares the node's copies of its pages.
+ * long lite_dsm_open(unsigned int node, __u64 name, __u64 size,
+ *                    unsigned int flags, __u64 password)
+ *   Return a file descriptor (O_CLOEXEC) of region name, which the node
+ *   numbered node keeps, to mmap() with MAP_SHARED (a private mapping:
+ *   -EINVAL) at page offsets within the region. With LITE_DSM_CREATE the
+ *   region is created if it does not exist: node must be the caller's node
+ *   and size (rounded up to pages, at most LITE_MAX_LMR_SIZE) is its size.
+ *   Opening an existing region takes size 0 or its size, and its password.
+ *   Every process of a node that opens a region shares the node's copies
+ *   of its pages.
+ *   -ENOTCONN before a join; -EINVAL unknown flags, a bad size, a node id
+ *   of 0 or 64 or more, or creation on another node; -ENOENT no such
+ *   region; -EACCES a wrong password; -EEXIST an LMR of the node is
+ *   published under the name; -EDQUOT the region's memory is beyond a
+ *   quota of the node's; -EHOSTDOWN the node is gone.
  *
  * Each page has one writer or any number of readers: a read fault fetches
  * the page from its home with an RDMA read, a write fault first makes every
@@ -576,14 +583,9 @@ struct lite_lock {
  * the last write of the page, so accesses ordered by lite_lock() /
  * lite_unlock() or lite_dist_barrier() see each other's writes: no call is
  * needed to acquire or release. A region's memory is an LMR of its node,
- * spread over the cluster and published under @name; it is freed once no
- * node has the region open. An access to a page lost with its home, its
+ * spread over the cluster and published under its name; it is freed once
+ * no node has the region open. An access to a page lost with its home, its
  * writer or the region's node raises SIGBUS.
- *
- * Errors: -ENOTCONN before a join; -EINVAL unknown flags, a bad size, or
- * creation on another node; -ENOENT no such region; -EACCES a wrong
- * password; -EEXIST an LMR of @node is published under @name; -EHOSTDOWN
- * @node is gone.
  */
 #define LITE_DSM_CREATE		0x1u
 

@@ -109,10 +109,11 @@ syscalls! {
     Leave: SYS_LITE_LEAVE, "lite_leave", 1, [EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL];
     SendReplyImmAsync: SYS_LITE_SEND_REPLY_IMM_ASYNC, "lite_send_reply_imm_async", 6,
         [ECONNREFUSED, EMSGSIZE, EINTR, EAGAIN];
+    DsmOpen: SYS_LITE_DSM_OPEN, "lite_dsm_open", 5, [EINVAL, ENOENT, EACCES, EEXIST, EDQUOT];
 }
 
 /// Number of LITE system calls.
-pub(crate) const SYSCALLS: usize = 40;
+pub(crate) const SYSCALLS: usize = 41;
 
 impl Syscall {
     /// Position in [`Syscall::ALL`].

@@ -44,6 +44,11 @@ pub(crate) enum Effect {
     Lock(LiteLock),
     /// The thread no longer holds `lock` on success.
     Unlock(LiteLock),
+    /// The result is a region's descriptor: the first word of its first
+    /// and last page is incremented through a mapping, then it is closed.
+    TouchRegion {
+        size: u64,
+    },
     /// The result is an asynchronous operation id.
     NewOp,
     /// A new asynchronous RPC call (an operation whose reap returns the
@@ -106,6 +111,7 @@ pub(crate) fn apply(
     };
     match planned.effect {
         Effect::None => {}
+        Effect::TouchRegion { size } if ok => touch_region(ret, size),
         Effect::NewLmr {
             kind,
             size,
@@ -273,5 +279,22 @@ mod tests {
         apply!(Effect::Reply { descriptor: 77 }, 0);
         assert!(pool.descriptors.is_empty());
         assert!(pool.stale_descriptors.contains(&77));
+    }
+}
+
+/// Maps the region of `size` bytes whose descriptor is `fd`, increments the
+/// first word of its first and last page, then unmaps it and closes `fd`
+/// (a region opened with size 0 is only closed).
+fn touch_region(fd: i64, size: u64) {
+    let Ok(region) = lite::dsm::Region::from_result(fd as libc::c_long, size) else {
+        return;
+    };
+    if let Ok(map) = region.map() {
+        let words = map.words();
+        for index in [0, words.len().saturating_sub(512)] {
+            if let Some(word) = words.get(index) {
+                word.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
     }
 }

@@ -7,8 +7,8 @@ use std::collections::VecDeque;
 use std::ptr::addr_of_mut;
 
 use lite::sys::{
-    LiteLock, LiteMulticast, LiteReceive, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE,
-    MAX_LMR_SIZE, MAX_LOCKS, MAX_MESSAGE_SIZE, MAX_NODES, MAX_PORTS, MAX_PORT_NAME,
+    LiteLock, LiteMulticast, LiteReceive, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, DSM_CREATE,
+    MAX_ASYNC_SIZE, MAX_LMR_SIZE, MAX_LOCKS, MAX_MESSAGE_SIZE, MAX_NODES, MAX_PORTS, MAX_PORT_NAME,
     MAX_REGISTER_SIZE, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, RECV_NONBLOCK,
     SEND_NONBLOCK,
 };
@@ -225,7 +225,7 @@ type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 /// The calls a fuzzing thread draws, how often (per thousand-ish), and
 /// their generators (`lite_join` and `lite_leave` are the unprivileged
 /// process's).
-const CALLS: [(Syscall, u32, Generator); 38] = [
+const CALLS: [(Syscall, u32, Generator); 39] = [
     (Syscall::GetNodeId, 8, |p, c| p.node_ids(c)),
     (Syscall::GetTotalNode, 8, |p, c| p.node_ids(c)),
     (Syscall::AllocRemote, 60, |p, c| p.alloc_remote(c)),
@@ -264,7 +264,19 @@ const CALLS: [(Syscall, u32, Generator); 38] = [
     (Syscall::Lock, 30, |p, c| p.lock(c)),
     (Syscall::Unlock, 35, |p, c| p.unlock(c)),
     (Syscall::SetPriority, 8, |p, c| p.set_priority(c)),
+    (Syscall::DsmOpen, 12, |p, c| p.dsm_open(c)),
 ];
+
+/// Names of the LITE-DSM regions fuzzers open: few, so that processes and
+/// nodes meet in them.
+const DSM_NAMES: [u64; 3] = [
+    0x4653_4d00_0000_0001,
+    0x4653_4d00_0000_0002,
+    0x4653_4d00_0000_0003,
+];
+/// Sizes of the regions fuzzers create, and sizes no region may have.
+const DSM_SIZES: [u64; 3] = [4096, 8192, 65536];
+const BAD_DSM_SIZES: [u64; 3] = [0, MAX_LMR_SIZE + 1, u64::MAX];
 
 /// Sizes allocations mostly use, and chunk edges.
 const SMALL_SIZES: [u64; 9] = [1, 7, 8, 9, 64, 4095, 4096, 4097, 65536];
@@ -1333,6 +1345,50 @@ impl Planner<'_, '_> {
         Planned::of(call, &[pointer], expect, effect)
     }
 
+    /// Opens (or creates, on this node) a region, which the worker maps and
+    /// touches before closing it.
+    fn dsm_open(&mut self, call: Syscall) -> Planned {
+        let me = u64::from(self.ctx.plan.me);
+        let create = self.rng.percent(40);
+        let node = if create {
+            self.rng.or_random(85, me)
+        } else {
+            self.member(50)
+        };
+        let name = self.rng.choose(&DSM_NAMES) + node % 4 * 0x100;
+        let size = self
+            .rng
+            .mostly(90, |rng| rng.choose(&DSM_SIZES), &BAD_DSM_SIZES);
+        let flags = match self.rng.below(100) {
+            0..=94 => u64::from(create) * u64::from(DSM_CREATE),
+            _ => self.rng.choose(&[2, 0x80, 1 << 32 | 2]),
+        };
+        let password = self.rng.or_random(92, SHARED_PASSWORD);
+        let bad_size = BAD_DSM_SIZES.contains(&size) && size != 0;
+        let expect = Expect::value(Value::Positive).failing_if(&[
+            (flags as u32 & !DSM_CREATE != 0, "unknown flags"),
+            (
+                create && node as u32 != me as u32,
+                "creating a region on another node",
+            ),
+            (
+                create && (size == 0 || bad_size),
+                "creating a region of a bad size",
+            ),
+            (!create && bad_size, "a size no region has"),
+            (
+                node as u32 == 0 || node as u32 >= MAX_NODES,
+                "no node's region",
+            ),
+        ]);
+        Planned::of(
+            call,
+            &[node, name, size, flags, password],
+            expect,
+            Effect::TouchRegion { size },
+        )
+    }
+
     fn set_priority(&mut self, call: Syscall) -> Planned {
         let priority = self.priority();
         let expect = Expect::value(Value::Range(0, 2)).failing_if(&[refused_priority(priority)]);
@@ -1531,7 +1587,7 @@ mod tests {
             .into_iter()
             .map(|(_, line)| line)
             .collect();
-        assert_eq!(fnv1a(&text), 6_566_922_201_689_088_988, "{}", &text[..2000]);
+        assert_eq!(fnv1a(&text), 11_620_304_016_890_769_451, "{}", &text[..2000]);
         assert!(released > 0 && reads > 0, "{released} {reads}");
     }
 }

@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Dict
 
 from . import _abi
+from ._dsm import Region
 from ._memory import AsyncOp, Lmr, Permission, Priority, fence
 from ._rpc import AsyncCall, Message, Port, call, call_async, query_port, send
 from ._sync import Lock, barrier, set_priority
@@ -39,6 +40,7 @@ __all__ = [
     "Permission",
     "Port",
     "Priority",
+    "Region",
     "Stats",
     "barrier",
     "call",

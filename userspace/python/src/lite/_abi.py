@@ -47,6 +47,7 @@ NR = {
     "set_priority": 585,
     "leave": 586,
     "send_reply_imm_async": 587,
+    "dsm_open": 588,
 }
 
 LITE_MAX_LOCKS = 4096
@@ -58,6 +59,7 @@ LITE_MAX_ASYNC_CALLS = 32
 LITE_SEND_NONBLOCK = 0x80000000
 LITE_LEAVE_FORCE = 0x1
 LITE_RECV_NONBLOCK = 0x1
+LITE_DSM_CREATE = 0x1
 LITE_PERM_READ = 0x1
 LITE_PERM_WRITE = 0x2
 LITE_PERM_SHARE = 0x4

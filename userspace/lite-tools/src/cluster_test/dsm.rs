@@ -1,0 +1,416 @@
+//! LITE-DSM: node 1 creates a region that every node maps, and litmus tests
+//! of its coherence run on it, each many times with every value checked:
+//! message passing under a LITE lock, store buffering across a barrier, two
+//! writers of one page in turn, many readers then a writer, and false
+//! sharing of one page by every node at once. Then misuse of
+//! `lite_dsm_open` and `mmap`, and the region's end once every node closed
+//! it.
+//!
+//! Every node enters every barrier of a case whatever it saw, so that a
+//! wrong value fails the case without putting the nodes out of step.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use libc::{c_long, EACCES, EINVAL, ENOENT};
+use lite::dsm::{Mapping, Region};
+use lite::sys::{LiteLock, DSM_CREATE, MAX_LMR_SIZE};
+
+use super::io::{barrier, enter_barrier, out_of_step, InStep, BARRIER_LIMIT};
+use super::sync::create_lock;
+use super::Node;
+use crate::errno::expect_errno;
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// The region's name ("DSM" and a number) and its size in pages.
+const REGION_NAME: u64 = 0x4453_4d00_0000_0001;
+const PAGES: usize = 16;
+/// Words of a page.
+const WORDS: usize = PAGE / 8;
+const PAGE: usize = 4096;
+
+/// Where each case works: the page of the lock number, the counter and its
+/// mirror of the message passing case, the first of the store buffering
+/// case's pages (one per node), and the pages of the other cases.
+const LOCK_PAGE: usize = 0;
+const COUNTER_PAGE: usize = 1;
+const MIRROR_PAGE: usize = 2;
+const FLAG_PAGES: usize = 3;
+const MAX_FLAG_NODES: u32 = 8;
+const TURNS_PAGE: usize = 11;
+const READERS_PAGE: usize = 12;
+const SHARED_PAGE: usize = 13;
+
+/// Critical sections per node in the message passing case.
+const LOCKED_ROUNDS: u64 = 20;
+/// Rounds of the barrier-ordered cases.
+const ROUNDS: u64 = 12;
+/// Increments per node of the false sharing case.
+const SHARED_INCREMENTS: u64 = 100;
+
+pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let Node { me, nodes, .. } = at;
+    let size = (PAGES * PAGE) as u64;
+    let Some(missing) = kernel.dsm_open(1, REGION_NAME, 0, 0, REGION_PASSWORD) else {
+        tap.skip("LITE-DSM", "this kernel maps no memory");
+        return Ok(());
+    };
+    tap.check(
+        &format!("node {me}: lite_dsm_open of a region not created yet returns -ENOENT"),
+        expect_errno(missing, ENOENT),
+    );
+    barrier(kernel, tap, nodes, "looking for the DSM region")?;
+    let region_password = REGION_PASSWORD;
+    let created = (me == 1).then(|| {
+        let ret = kernel.dsm_open(1, REGION_NAME, size, DSM_CREATE, region_password);
+        let region = open_and_map(ret, size)?;
+        let lock = create_lock(kernel, 1)?;
+        region.1.words()[word(LOCK_PAGE, 0)].store(u64::from(lock.number), Ordering::SeqCst);
+        Ok((region, lock))
+    });
+    if let Some(created) = &created {
+        tap.check(
+            "node 1: creates and maps the DSM region and its lock",
+            status(created),
+        );
+    }
+    barrier(kernel, tap, nodes, "creating the DSM region")?;
+    let shared = match created {
+        Some(created) => created,
+        None => {
+            let ret = kernel.dsm_open(1, REGION_NAME, size, 0, region_password);
+            open_and_map(ret, size).and_then(|region| {
+                let number = region.1.words()[word(LOCK_PAGE, 0)].load(Ordering::SeqCst);
+                let lock = ask_lock(kernel, number)?;
+                Ok((region, lock))
+            })
+        }
+    };
+    if me != 1 {
+        let description = format!("node {me}: opens and maps node 1's DSM region, finds its lock");
+        tap.check(&description, status(&shared));
+    }
+    let shared = shared.ok();
+    let map = shared.as_ref().map(|((_, map), _)| map);
+    let lock = shared.as_ref().map(|(_, lock)| *lock);
+    misuse(kernel, tap, at, size);
+
+    let turns = 2 * ROUNDS as usize;
+    let cases: [(&str, Case<K>, usize); 5] = [
+        ("message passing under a LITE lock", message_passing, 2),
+        ("store buffering across a barrier", store_buffering, turns),
+        ("two writers of one page in turn", two_writers, turns),
+        ("many readers then a writer", readers_then_writer, turns),
+        ("false sharing of one page by every node", false_sharing, 2),
+    ];
+    for (name, case, barriers) in cases {
+        let point = format!("node {me}: DSM {name}");
+        barrier(kernel, tap, nodes, &format!("before the DSM case {name}"))?;
+        let outcome = match (map, lock) {
+            (Some(map), Some(lock)) => case(kernel, at, map, lock),
+            _ => skip_case(kernel, at, barriers),
+        };
+        match outcome {
+            Ok(outcome) => tap.check(&point, outcome),
+            Err(reason) => return Err(out_of_step(tap, &point, &reason)),
+        };
+    }
+    drop(shared);
+    barrier(kernel, tap, nodes, "closing the DSM region")?;
+    let gone = kernel.dsm_open(1, REGION_NAME, size, 0, region_password);
+    let description = format!("node {me}: the DSM region is gone once every node closed it");
+    tap.check(&description, expect_errno(gone.unwrap_or(0), ENOENT));
+    barrier(kernel, tap, nodes, "the end of the DSM region")
+}
+
+/// A case's outcome, or why one of its barriers failed (the nodes are out
+/// of step).
+type CaseResult = Result<Result<(), String>, String>;
+type Case<K> = fn(&K, Node, &Mapping, LiteLock) -> CaseResult;
+
+fn status<T>(result: &Result<T, String>) -> Result<(), String> {
+    result.as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// The region's password.
+const REGION_PASSWORD: u64 = 0x4453_4d70_6173_7377;
+
+/// The index of word `index` of page `page`.
+fn word(page: usize, index: usize) -> usize {
+    page * WORDS + index
+}
+
+fn open_and_map(ret: Option<c_long>, size: u64) -> Result<(Region, Mapping), String> {
+    let region = Region::from_result(ret.unwrap_or(-c_long::from(libc::ENOSYS)), size)
+        .map_err(|e| format!("lite_dsm_open: {e}"))?;
+    let map = region.map().map_err(|e| format!("mmap: {e}"))?;
+    Ok((region, map))
+}
+
+fn ask_lock<K: Kernel>(kernel: &K, number: u64) -> Result<LiteLock, String> {
+    let number =
+        u32::try_from(number).map_err(|_| format!("lock number {number} in the region"))?;
+    let mut lock = LiteLock { home: 0, number: 0 };
+    // SAFETY: `lock` is ours and writable for the call.
+    let ret = unsafe { kernel.ask_lock(1, number, &mut lock) };
+    match ret {
+        0.. => Ok(lock),
+        _ => Err(format!("lite_ask_lock(1, {number}) returned {ret}")),
+    }
+}
+
+/// Enters the case's barrier `name`.
+fn step<K: Kernel>(kernel: &K, nodes: u32, name: &str) -> Result<(), String> {
+    enter_barrier(kernel, nodes, BARRIER_LIMIT, name)
+}
+
+/// Notes the first of the case's wrong values.
+fn expect(first_wrong: &mut Option<String>, ok: bool, what: impl FnOnce() -> String) {
+    if !ok && first_wrong.is_none() {
+        *first_wrong = Some(what());
+    }
+}
+
+fn verdict(first_wrong: Option<String>) -> CaseResult {
+    Ok(first_wrong.map_or(Ok(()), Err))
+}
+
+/// Every node increments a counter under the lock and, on another page, a
+/// mirror of it: each holder must find the mirror the last holder left.
+fn message_passing<K: Kernel>(kernel: &K, at: Node, map: &Mapping, lock: LiteLock) -> CaseResult {
+    let words = map.words();
+    let (counter, mirror) = (&words[word(COUNTER_PAGE, 0)], &words[word(MIRROR_PAGE, 0)]);
+    let mut wrong = None;
+    for _ in 0..LOCKED_ROUNDS {
+        // SAFETY: `lock` is a lock record of this process, readable.
+        let ret = unsafe { kernel.lock(&lock) };
+        if ret < 0 {
+            expect(&mut wrong, false, || format!("lite_lock returned {ret}"));
+            break;
+        }
+        let value = counter.load(Ordering::SeqCst);
+        let seen = mirror.load(Ordering::SeqCst);
+        expect(&mut wrong, seen == value * 7, || {
+            format!("under the lock, the mirror was {seen} for a counter of {value}")
+        });
+        counter.store(value + 1, Ordering::SeqCst);
+        mirror.store((value + 1) * 7, Ordering::SeqCst);
+        // SAFETY: as above.
+        let ret = unsafe { kernel.unlock(&lock) };
+        expect(&mut wrong, ret == 0, || {
+            format!("lite_unlock returned {ret}")
+        });
+    }
+    step(kernel, at.nodes, "the DSM message passing increments")?;
+    let total = counter.load(Ordering::SeqCst);
+    let want = LOCKED_ROUNDS * u64::from(at.nodes);
+    expect(&mut wrong, total == want, || {
+        format!("the counter is {total}, not {want}")
+    });
+    step(kernel, at.nodes, "reading the DSM message passing counter")?;
+    verdict(wrong)
+}
+
+/// Each round, every node writes the round into its own page, then after a
+/// barrier reads every node's page: all must hold the round.
+fn store_buffering<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLock) -> CaseResult {
+    let words = map.words();
+    let flag = |node: u32| &words[word(FLAG_PAGES + ((node - 1) % MAX_FLAG_NODES) as usize, 0)];
+    let mut wrong = None;
+    for round in 1..=ROUNDS {
+        flag(at.me).store(round, Ordering::SeqCst);
+        step(kernel, at.nodes, "a DSM store buffering write")?;
+        for node in 1..=at.nodes.min(MAX_FLAG_NODES) {
+            let seen = flag(node).load(Ordering::SeqCst);
+            expect(&mut wrong, seen == round, || {
+                format!("round {round}: node {node}'s flag read {seen}")
+            });
+        }
+        step(kernel, at.nodes, "a DSM store buffering read")?;
+    }
+    verdict(wrong)
+}
+
+/// Nodes 1 and 2 fill one page in turn; every node checks the whole page
+/// after each turn.
+fn two_writers<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLock) -> CaseResult {
+    turns(kernel, at, map, TURNS_PAGE, |round| (round % 2 + 1) as u32)
+}
+
+/// Every node reads one page, then one node (each in turn) writes it:
+/// the writer must take every reader's copy back.
+fn readers_then_writer<K: Kernel>(
+    kernel: &K,
+    at: Node,
+    map: &Mapping,
+    _lock: LiteLock,
+) -> CaseResult {
+    turns(kernel, at, map, READERS_PAGE, |round| {
+        (round % u64::from(at.nodes)) as u32 + 1
+    })
+}
+
+/// Each round, `writer_of(round)` fills `page` with the round's pattern;
+/// after a barrier every node checks every word of it.
+fn turns<K: Kernel>(
+    kernel: &K,
+    at: Node,
+    map: &Mapping,
+    page: usize,
+    writer_of: impl Fn(u64) -> u32,
+) -> CaseResult {
+    let words = &map.words()[word(page, 0)..word(page + 1, 0)];
+    let pattern = |round: u64, index: usize| round << 32 | index as u64;
+    let mut wrong = None;
+    for round in 1..=ROUNDS {
+        if at.me == writer_of(round) {
+            fill(words, |index| pattern(round, index));
+        }
+        step(kernel, at.nodes, "a DSM writer's turn")?;
+        for (index, value) in words.iter().enumerate() {
+            let seen = value.load(Ordering::SeqCst);
+            expect(&mut wrong, seen == pattern(round, index), || {
+                format!("round {round}: word {index} read {seen:#x}")
+            });
+        }
+        step(kernel, at.nodes, "the DSM readers' turn")?;
+    }
+    verdict(wrong)
+}
+
+fn fill(words: &[AtomicU64], value: impl Fn(usize) -> u64) {
+    for (index, word) in words.iter().enumerate() {
+        word.store(value(index), Ordering::SeqCst);
+    }
+}
+
+/// Every node increments its own word of one page at once, unlocked: the
+/// page moves between the nodes, and no increment may be lost.
+fn false_sharing<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLock) -> CaseResult {
+    let words = &map.words()[word(SHARED_PAGE, 0)..word(SHARED_PAGE + 1, 0)];
+    let mine = &words[at.me as usize % WORDS];
+    for _ in 0..SHARED_INCREMENTS {
+        mine.store(mine.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+    }
+    step(kernel, at.nodes, "the DSM false sharing increments")?;
+    let mut wrong = None;
+    for node in 1..=at.nodes {
+        let seen = words[node as usize % WORDS].load(Ordering::SeqCst);
+        expect(&mut wrong, seen == SHARED_INCREMENTS, || {
+            format!("node {node}'s word is {seen}, not {SHARED_INCREMENTS}")
+        });
+    }
+    step(kernel, at.nodes, "reading the DSM false sharing words")?;
+    verdict(wrong)
+}
+
+/// Enters a case's barriers without the region, and fails the case.
+fn skip_case<K: Kernel>(kernel: &K, at: Node, barriers: usize) -> CaseResult {
+    for _ in 0..barriers {
+        step(kernel, at.nodes, "a DSM case without the region")?;
+    }
+    Ok(Err("the region is not mapped".into()))
+}
+
+/// Misuse of `lite_dsm_open` and `mmap`.
+fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64) {
+    let me = at.me;
+    let other = if me == 1 { 2 } else { 1 };
+    let own_name = REGION_NAME + u64::from(me) * 0x100;
+    let open =
+        |node, name, size, flags, pw| kernel.dsm_open(node, name, size, flags, pw).unwrap_or(0);
+    let region_pw = REGION_PASSWORD;
+    let cases: [(String, c_long, i32); 7] = [
+        (
+            "with unknown flags".into(),
+            open(me, own_name, size, 0x80, 1),
+            EINVAL,
+        ),
+        (
+            format!("creating on node {other}"),
+            open(other, own_name, size, DSM_CREATE, 1),
+            EINVAL,
+        ),
+        (
+            "creating 0 bytes".into(),
+            open(me, own_name, 0, DSM_CREATE, 1),
+            EINVAL,
+        ),
+        (
+            "creating more than LITE_MAX_LMR_SIZE".into(),
+            open(me, own_name, MAX_LMR_SIZE + 1, DSM_CREATE, 1),
+            EINVAL,
+        ),
+        (
+            "creating u64::MAX bytes".into(),
+            open(me, own_name, u64::MAX, DSM_CREATE, 1),
+            EINVAL,
+        ),
+        (
+            "with a wrong password".into(),
+            open(1, REGION_NAME, 0, 0, region_pw ^ 1),
+            EACCES,
+        ),
+        (
+            "with a wrong size".into(),
+            open(1, REGION_NAME, size + 4096, 0, region_pw),
+            EINVAL,
+        ),
+    ];
+    for (what, ret, errno) in cases {
+        let description = format!("node {me}: lite_dsm_open {what} fails");
+        tap.check(&description, expect_errno(ret, errno));
+    }
+    let fd = open(1, REGION_NAME, 0, 0, region_pw);
+    let region = Region::from_result(fd, size);
+    let mapped = region.as_ref().map(|region| {
+        [
+            (
+                "a private mapping",
+                map_raw(region, PAGES * PAGE, libc::MAP_PRIVATE),
+            ),
+            (
+                "a mapping past the region's end",
+                map_raw(region, (PAGES + 1) * PAGE, libc::MAP_SHARED),
+            ),
+        ]
+    });
+    match mapped {
+        Ok(cases) => {
+            for (what, errno) in cases {
+                let description = format!("node {me}: mmap of {what} fails with EINVAL");
+                tap.check(&description, expect_errno(-c_long::from(errno), EINVAL));
+            }
+        }
+        Err(e) => tap.not_ok(
+            &format!("node {me}: lite_dsm_open for the mmap cases"),
+            &e.to_string(),
+        ),
+    }
+}
+
+/// `mmap` of `len` bytes of `region` with `flags`: 0, or the errno.
+fn map_raw(region: &Region, len: usize, flags: i32) -> i32 {
+    use std::os::fd::AsRawFd;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a new mapping chosen by the kernel overlaps nothing of ours.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            flags,
+            region.fd().as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+    }
+    // SAFETY: the mapping just made, which nothing uses.
+    unsafe { libc::munmap(addr, len) };
+    0
+}
