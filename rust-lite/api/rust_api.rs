@@ -95,6 +95,15 @@ impl Session {
         self.0.core.node_id()
     }
 
+    /// Whether `node` is this node or a peer it is connected to.
+    pub(crate) fn is_member(&self, node: NodeId) -> bool {
+        let core = &self.0.core;
+        node == core.node_id()
+            || core
+                .connected_peers()
+                .is_ok_and(|peers| peers.contains(&node))
+    }
+
     /// Allocates an LMR of `size` bytes, its chunks spread over the other
     /// nodes (`liteapi_alloc_remote_mem` with `LITE_NODE_SPREAD`).
     pub(crate) fn alloc_spread(&self, size: u64, password: u64) -> Result<u64> {

@@ -112,11 +112,15 @@ impl Directory {
         Ok(())
     }
 
-    /// Notes that `node` closed the region; returns whether no node has it
-    /// open any more.
-    pub(super) fn detach(&self, node: NodeId) -> bool {
+    /// Notes that `node` closed the region, and forgets the nodes that
+    /// had it open but are no members any more; returns whether no node
+    /// has it open.
+    pub(super) fn detach(&self, node: NodeId, is_member: impl Fn(NodeId) -> bool) -> bool {
         let mut state = self.state.lock();
         state.attached &= !node.bit().unwrap_or(0);
+        for gone in NodeId::all().filter(|&other| !is_member(other)) {
+            state.attached &= !gone.bit().unwrap_or(0);
+        }
         state.attached == 0
     }
 

@@ -204,8 +204,16 @@ impl Dsm {
         let size = round_to_pages(size)?;
         let region = {
             let _opening = self.opening.lock();
-            self.serve(&session)?;
-            self.find_or_attach(&session, node, name, size, create, password)?
+            self.serve(&session)
+                .and_then(|()| self.find_or_attach(&session, node, name, size, create, password))
+        };
+        let region = match region {
+            Ok(region) => region,
+            Err(e) => {
+                // The threads started for the region serve nothing else.
+                self.stop_if_idle();
+                return Err(e);
+            }
         };
         match region.anchor().open(region.clone()) {
             Ok(fd) => Ok(fd),
@@ -245,7 +253,11 @@ impl Dsm {
             password,
             flags: if create { OPEN_CREATE } else { 0 },
         };
-        let answer = call_directory(session, node, &request)?;
+        let answer = match call_directory(session, node, &request) {
+            // A node that serves no directory has no region.
+            Err(e) if e == errno::ECONNREFUSED() => return Err(ENOENT),
+            answer => answer?,
+        };
         let id = RegionId {
             directory: node,
             name,
@@ -395,7 +407,7 @@ impl Dsm {
             }
             Op::Detach => {
                 if let Ok(directory) = self.directory(request.name, request.incarnation) {
-                    if directory.detach(from) {
+                    if directory.detach(from, |node| session.is_member(node)) {
                         self.remove_directory(&session, &directory);
                     }
                 }
