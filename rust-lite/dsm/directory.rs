@@ -49,7 +49,7 @@ pub(super) struct Directory {
     /// The region's data LMR and its password.
     pub(super) data: u64,
     pub(super) data_password: u64,
-    /// Lock class `lite:dsm_directory`: held across invalidations, which
+    /// Lock class `lite_dsm:directory`: held across invalidations, which
     /// the nodes' cache threads serve without it (see [`super`]).
     #[pin]
     state: Mutex<DirectoryState>,
@@ -100,7 +100,7 @@ impl Directory {
                 password,
                 data: handle,
                 data_password,
-                state <- new_mutex!(state, "lite:dsm_directory"),
+                state <- new_mutex!(state, "lite_dsm:directory"),
             }),
             GFP_KERNEL,
         )

@@ -24,20 +24,27 @@
 //! is gone, cannot be faulted in; the access gets `SIGBUS`. Closing the
 //! last file of a region on a node writes its changed pages back.
 //!
-//! Lock order (each lock's class in parentheses):
-//! 1. `opening` (`lite:dsm_open`): an open, or the start or stop of the
-//!    node's DSM threads;
-//! 2. `state` (`lite:dsm`): the node's regions and directories, never held
-//!    across a call to a node;
-//! 3. a page's lock (`lock_page`), taken before the region's slots and
-//!    never held across a call to a node;
-//! 4. a region's slots (`lite:dsm_pages`), held only to read or change
-//!    them.
+//! # Lock order
 //!
-//! A directory's lock (`lite:dsm_directory`) is only taken by the directory
-//! thread, with none of the above held, and is held while it waits for
-//! nodes to give up their copies; the cache threads that answer take no
-//! directory lock, and faults, which wait for directories, hold no lock.
+//! LITE-DSM's locks, by lockdep class: `lite_dsm:open` (an open, or the
+//! start or stop of the node's DSM threads), `lite_dsm:state` (the node's
+//! regions and directories), `lite_dsm:pages` (a region's copies) and
+//! `lite_dsm:directory` (a directory's holders). This is the only nesting
+//! of two of them (outer first); the test command checks that lockdep sees
+//! no other:
+//!
+//! - `lite_dsm:open` → `lite_dsm:state`
+//!
+//! LITE-DSM calls LITE's API holding `lite_dsm:open` (to open a region)
+//! and `lite_dsm:directory` (while the directory waits for nodes to give
+//! up their copies, each call bounded by LITE's reply timeout and failing
+//! with `EHOSTDOWN` once the node is declared gone), so LITE's locks nest
+//! inside those; LITE never calls LITE-DSM holding one of its locks. The
+//! cache threads that answer a directory take no directory lock, and a
+//! fault, which waits for a directory, holds no lock while it does.
+//! `lite_dsm:state` and `lite_dsm:pages` are never held across a call. A
+//! page's lock (`lock_page`, which lockdep does not track) is taken before
+//! `lite_dsm:pages` and never held across a call.
 
 #![deny(unsafe_code)]
 
@@ -150,7 +157,7 @@ impl Dsm {
     pub(crate) fn init() -> Result {
         let dsm = Arc::pin_init(
             pin_init!(Dsm {
-                opening <- new_mutex!((), "lite:dsm_open"),
+                opening <- new_mutex!((), "lite_dsm:open"),
                 state <- new_mutex!(
                     State {
                         session: None,
@@ -158,7 +165,7 @@ impl Dsm {
                         regions: KVec::new(),
                         directories: KVec::new(),
                     },
-                    "lite:dsm"
+                    "lite_dsm:state"
                 ),
             }),
             GFP_KERNEL,

@@ -69,7 +69,7 @@ pub(crate) struct LocalRegion {
     data: u64,
     data_password: u64,
     anchor: Anchor,
-    /// Lock class `lite:dsm_pages`, taken after a page's lock (see the
+    /// Lock class `lite_dsm:pages`, taken after a page's lock (see the
     /// lock order in [`super`]).
     #[pin]
     slots: Mutex<KVVec<Slot>>,
@@ -106,7 +106,7 @@ impl LocalRegion {
                 data,
                 data_password,
                 anchor,
-                slots <- new_mutex!(slots, "lite:dsm_pages"),
+                slots <- new_mutex!(slots, "lite_dsm:pages"),
             }),
             GFP_KERNEL,
         )
@@ -194,9 +194,20 @@ impl LocalRegion {
         let new = Arc::new(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
         let mut slots = self.slots.lock();
         let slot = slots.get_mut(index).ok_or(EINVAL)?;
-        // The new page is dropped with the lock released if another fault
-        // got there first.
-        Ok(slot.page.get_or_insert(new).clone())
+        match &slot.page {
+            Some(page) => {
+                let page = page.clone();
+                // Another fault got there first: the new page is freed with
+                // the lock released.
+                drop(slots);
+                drop(new);
+                Ok(page)
+            }
+            None => {
+                slot.page = Some(new.clone());
+                Ok(new)
+            }
+        }
     }
 
     /// Asks the directory for `want` access to page `index`; returns the

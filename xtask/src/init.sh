@@ -200,13 +200,13 @@ kmemleak_report() {
 	echo "LITE-KMEMLEAK-END rc=$leak_scan"
 }
 
-# Prints each direct nesting of two of LITE's lock classes that lockdep
-# saw, as LITE-LOCKDEP lite:A -> lite:B (debug kernels only); the harness
-# checks them against the lock order the kernel code states.
+# Prints each direct nesting of two of LITE's (or LITE-DSM's) lock classes
+# that lockdep saw, as LITE-LOCKDEP lite:A -> lite:B (debug kernels only);
+# the harness checks them against the lock order the kernel code states.
 lockdep_report() {
 	[ -r /proc/lockdep ] || return 0
 	awk '/^[0-9a-f]+ / { class = $NF; next }
-		/^ -> / && class ~ /^lite:/ && $NF ~ /^lite:/ { print "LITE-LOCKDEP " class " -> " $NF }' /proc/lockdep
+		/^ -> / && class ~ /^lite(_dsm)?:/ && $NF ~ /^lite(_dsm)?:/ { print "LITE-LOCKDEP " class " -> " $NF }' /proc/lockdep
 }
 
 finish() {

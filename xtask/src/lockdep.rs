@@ -10,6 +10,12 @@
 //! A run fails when lockdep saw a nesting that the list lacks (the list is
 //! not true), or when the list has one that no guest of the run reached
 //! (it is not tested).
+//!
+//! LITE-DSM, a unit on top of LITE's API, has locks of its own
+//! (`lite_dsm:`), whose nestings [`DSM_LOCK_ORDER_SOURCE`] lists the same
+//! way. It calls LITE holding them, so any of LITE's locks may be taken
+//! under one of its; LITE never calls into LITE-DSM holding a lock, and a
+//! nesting of a LITE lock outside a LITE-DSM one is a problem.
 
 use std::collections::BTreeSet;
 
@@ -17,6 +23,13 @@ use crate::logscan::strip_timestamp;
 
 /// The file whose `# Lock order` section lists the nestings.
 pub const LOCK_ORDER_SOURCE: &str = "rust-lite/internal/core/mod.rs";
+
+/// The file that lists the nestings of LITE-DSM's locks.
+pub const DSM_LOCK_ORDER_SOURCE: &str = "rust-lite/dsm/mod.rs";
+
+/// Class prefixes of LITE's locks and of LITE-DSM's.
+const LITE_PREFIX: &str = "lite:";
+const DSM_PREFIX: &str = "lite_dsm:";
 
 /// Start of each nesting line a guest prints.
 pub const EDGE_TAG: &str = "LITE-LOCKDEP ";
@@ -72,9 +85,21 @@ pub fn problems(
     let locks_only = seen
         .iter()
         .filter(|(outer, inner)| !condvars.contains(outer) && !condvars.contains(inner));
-    let seen: BTreeSet<Nesting> = locks_only.cloned().collect();
+    // LITE-DSM calls LITE with its own locks held.
+    let within_a_unit = |(outer, inner): &&Nesting| {
+        !(outer.starts_with(DSM_PREFIX) && inner.starts_with(LITE_PREFIX))
+    };
+    let seen: BTreeSet<Nesting> = locks_only.filter(within_a_unit).cloned().collect();
     let unlisted = seen.difference(documented).map(|(outer, inner)| {
-        format!("lockdep saw {outer} -> {inner}, which the lock order in {LOCK_ORDER_SOURCE} does not list")
+        if outer.starts_with(LITE_PREFIX) && inner.starts_with(DSM_PREFIX) {
+            return format!("lockdep saw {outer} -> {inner}: LITE called LITE-DSM holding a lock");
+        }
+        let source = if outer.starts_with(DSM_PREFIX) {
+            DSM_LOCK_ORDER_SOURCE
+        } else {
+            LOCK_ORDER_SOURCE
+        };
+        format!("lockdep saw {outer} -> {inner}, which the lock order in {source} does not list")
     });
     let untested = documented.difference(&seen).map(|(outer, inner)| {
         format!("the lock order lists {outer} -> {inner}, which no guest of this run reached")
@@ -82,12 +107,14 @@ pub fn problems(
     unlisted.chain(untested).collect()
 }
 
-/// A lock class of LITE's as lockdep names it, without the `#N` it adds to
-/// a second class of the same name or the `/N` of a subclass.
+/// A lock class of LITE's or LITE-DSM's as lockdep names it, without the
+/// `#N` it adds to a second class of the same name or the `/N` of a
+/// subclass.
 fn class_name(text: &str) -> Option<String> {
     let name = text.trim();
     let name = name.split(['#', '/']).next().unwrap_or(name);
-    (name.starts_with("lite:") && name.len() > "lite:".len()).then(|| name.to_string())
+    let named = |prefix: &str| name.starts_with(prefix) && name.len() > prefix.len();
+    (named(LITE_PREFIX) || named(DSM_PREFIX)).then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -141,5 +168,33 @@ mod tests {
         assert!(problems[0].contains("lockdep saw lite:e -> lite:f"));
         assert!(problems[1].contains("lite:c -> lite:d, which no guest"));
         assert!(super::problems(&listed, &listed, &condvars).is_empty());
+    }
+
+    #[test]
+    fn lite_dsm_may_hold_its_locks_around_lite_s_but_not_the_other_way() {
+        let source = std::fs::read_to_string(crate::paths::repo_root().join(DSM_LOCK_ORDER_SOURCE))
+            .expect("LITE-DSM's lock order");
+        let listed = documented(&source);
+        let own = nesting("lite_dsm:open", "lite_dsm:state");
+        assert_eq!(listed, BTreeSet::from([own.clone()]));
+        let around = nesting("lite_dsm:directory", "lite:peers");
+        let inside = nesting("lite:peers", "lite_dsm:pages");
+        let unlisted = nesting("lite_dsm:state", "lite_dsm:pages");
+        let observed = BTreeSet::from([own, around, inside, unlisted]);
+        let problems = problems(&listed, &observed, &BTreeSet::new());
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("lite:peers -> lite_dsm:pages: LITE called LITE-DSM"));
+        assert!(problems[1].contains(&format!(
+            "lite_dsm:pages, which the lock order in {DSM_LOCK_ORDER_SOURCE}"
+        )));
+        let guest = "LITE-LOCKDEP lite_dsm:open -> lite_dsm:state\n";
+        assert_eq!(
+            seen_in(guest),
+            BTreeSet::from([nesting("lite_dsm:open", "lite_dsm:state")])
+        );
+    }
+
+    fn seen_in(log: &str) -> BTreeSet<Nesting> {
+        super::seen(log)
     }
 }

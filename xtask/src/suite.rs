@@ -314,12 +314,16 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
 /// Checks the nestings of LITE's locks that the guests' lockdep saw
 /// against the lock order the kernel code states.
 fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()> {
-    let source = repo_root().join(lockdep::LOCK_ORDER_SOURCE);
-    let text = std::fs::read_to_string(&source)
-        .with_context(|| format!("reading {}", source.display()))?;
+    let mut documented = std::collections::BTreeSet::new();
+    for file in [lockdep::LOCK_ORDER_SOURCE, lockdep::DSM_LOCK_ORDER_SOURCE] {
+        let source = repo_root().join(file);
+        let text = std::fs::read_to_string(&source)
+            .with_context(|| format!("reading {}", source.display()))?;
+        documented.extend(lockdep::documented(&text));
+    }
     let sources = fsutil::read_rust_sources(&repo_root().join("rust-lite"))?;
     let condvars = lockdep::condvar_classes(sources.values().map(String::as_str));
-    let problems = lockdep::problems(&lockdep::documented(&text), seen, &condvars);
+    let problems = lockdep::problems(&documented, seen, &condvars);
     for problem in &problems {
         ui::say(&format!("    {problem}"));
     }

@@ -1587,7 +1587,12 @@ mod tests {
             .into_iter()
             .map(|(_, line)| line)
             .collect();
-        assert_eq!(fnv1a(&text), 11_620_304_016_890_769_451, "{}", &text[..2000]);
+        assert_eq!(
+            fnv1a(&text),
+            11_620_304_016_890_769_451,
+            "{}",
+            &text[..2000]
+        );
         assert!(released > 0 && reads > 0, "{released} {reads}");
     }
 }
