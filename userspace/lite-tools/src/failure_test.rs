@@ -94,6 +94,7 @@ use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
+mod dsm;
 pub mod overload;
 pub mod rejoin;
 mod victim;
@@ -606,6 +607,9 @@ struct Setup {
     lmr_b: Option<Target>,
     /// T7's caller; `None` where modules cannot be loaded.
     kernel_caller: Option<KernelCaller>,
+    /// T8's region, created by survivor A; `None` elsewhere, or where
+    /// memory cannot be mapped.
+    dsm: Option<dsm::Shared>,
 }
 
 /// The kernel message module, T7's caller.
@@ -689,6 +693,9 @@ fn set_up_survivor<K: Kernel, W: Write>(
         return setup;
     };
     setup.victim = Some(victim);
+    if survivor_a(victim, nodes) == Some(me) {
+        setup.dsm = dsm::create(kernel, tap, me);
+    }
 
     setup.lmr_a = tap.check_value(
         &format!("alloc_remote of 1 MiB on the victim (node {victim}) returns a handle (LMR A)"),
@@ -1269,13 +1276,19 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
     if !setup_barrier(tap, "setting up") {
         return;
     }
+    let mut setup = setup;
     let locks = setup.victim.map_or(VictimLocks::default(), |victim| {
         find_victims_locks(kernel.as_ref(), tap, me, victim, nodes)
     });
+    let home = setup.victim.and_then(|victim| survivor_a(victim, nodes));
+    let created = setup.dsm.take();
+    let shared = home.and_then(|home| dsm::open_and_write(kernel.as_ref(), tap, home, created));
     let base = held_chunks(kernel.as_ref());
-    if !setup_barrier(tap, "counting the held chunks")
-        || !setup_barrier(tap, "the victim's spread allocation")
-    {
+    if !setup_barrier(tap, "counting the held chunks") {
+        return;
+    }
+    dsm::read_survivors_page(tap, &shared);
+    if !setup_barrier(tap, "the victim's spread allocation") {
         return;
     }
     let grown = held_chunks(kernel.as_ref());
@@ -1312,6 +1325,9 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
     if !watch_failure(kernel, tap, &ready, &chunks) {
         return;
     }
+    // The death is known. The region closes before the leave cycles: LITE
+    // cannot unload while one of its files is open.
+    dsm::check_after_death(tap, me, shared);
     let config = *config;
     rejoin::run(kernel, tap, &rejoin::Phase { me, victim, config });
 }

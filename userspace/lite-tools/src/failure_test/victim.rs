@@ -184,6 +184,11 @@ pub fn run_victim<K: Kernel, W: Write>(
     }
     hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
+    if let Some(home) = survivor_a(me, nodes) {
+        if let Some(held) = super::dsm::victim_holds_a_page(kernel, home) {
+            log.step("T8: opening survivor A's DSM region and writing a page", held);
+        }
+    }
     barrier(&mut log, "the survivors counted their chunks")?;
     allocate_spread(kernel, me, &mut log);
     barrier(&mut log, "the spread allocation")?;

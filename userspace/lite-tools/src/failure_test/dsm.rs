@@ -1,0 +1,202 @@
+//! T8: a LITE-DSM region whose pages the victim and the survivors hold
+//! when the victim dies. Survivor A creates it (its directory outlives the
+//! victim); every node maps it; the victim writes page [`VICTIM_PAGE`] and
+//! keeps it, survivor A writes page [`SURVIVOR_PAGE`], which every
+//! survivor then reads. Once the death is known, an access to the
+//! victim's page must raise `SIGBUS` (its only current copy died), never
+//! hang or show stale bytes, while the survivors' page still reads what A
+//! wrote and a page nobody held yet can be written and read back.
+//!
+//! Where memory cannot be mapped (the in-memory model), T8 does not run.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use lite::dsm::{Mapping, Region};
+use lite::sys::DSM_CREATE;
+
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// The region: its name, password and size in pages.
+const NAME: u64 = 0x4453_4d2d_6661_696c;
+const PASSWORD: u64 = 0x4453_4d2d_7061_7373;
+const PAGES: usize = 4;
+const PAGE: usize = 4096;
+
+/// The page the victim writes and holds when it dies.
+const VICTIM_PAGE: usize = 0;
+/// The page survivor A writes and every survivor reads.
+const SURVIVOR_PAGE: usize = 1;
+/// The page every survivor writes a word of after the death.
+const FRESH_PAGE: usize = 2;
+/// What the victim and survivor A write.
+const VICTIM_VALUE: u64 = 0x7669_6374_696d;
+const SURVIVOR_VALUE: u64 = 0x7375_7276_6976;
+
+/// How long an access to the victim's page may take to raise `SIGBUS`.
+const SIGBUS_LIMIT: Duration = Duration::from_secs(10);
+
+/// The region as a node holds it.
+#[derive(Debug)]
+pub(super) struct Shared {
+    // Unmapped before the descriptor closes.
+    map: Mapping,
+    _region: Region,
+}
+
+impl Shared {
+    fn word(&self, page: usize) -> &std::sync::atomic::AtomicU64 {
+        // PANIC: every page used is below `PAGES`, all mapped.
+        &self.map.words()[page * PAGE / 8]
+    }
+}
+
+/// Opens the region of `home`, creating it there with `create`; `None`
+/// where this kernel maps no memory.
+fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<Result<Shared, String>> {
+    let size = (PAGES * PAGE) as u64;
+    let flags = if create { DSM_CREATE } else { 0 };
+    let ret = kernel.dsm_open(home, NAME, size, flags, PASSWORD)?;
+    Some(
+        Region::from_result(ret, size)
+            .and_then(|region| Ok((region.map()?, region)))
+            .map(|(map, region)| Shared {
+                map,
+                _region: region,
+            })
+            .map_err(|e| format!("lite_dsm_open and mmap: {e}")),
+    )
+}
+
+/// Phase 1, survivor A: creates the region.
+pub(super) fn create<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<Shared> {
+    let created = open(kernel, me, true)?;
+    tap.check_value("T8: lite_dsm_open creates a DSM region on survivor A, mapped", created)
+}
+
+/// Phase 2, every survivor: opens the region (survivor A has it already)
+/// and, on survivor A, writes the survivors' page.
+pub(super) fn open_and_write<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    home: u32,
+    created: Option<Shared>,
+) -> Option<Shared> {
+    let is_home = created.is_some();
+    let shared = match created {
+        Some(shared) => shared,
+        None => {
+            let opened = open(kernel, home, false)?;
+            tap.check_value(&format!("T8: the DSM region of node {home} opens and maps"), opened)?
+        }
+    };
+    if is_home {
+        shared.word(SURVIVOR_PAGE).store(SURVIVOR_VALUE, Ordering::SeqCst);
+    }
+    Some(shared)
+}
+
+/// Phase 3, every survivor: reads the survivors' page, so that each holds
+/// a copy of it.
+pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Shared>) {
+    if let Some(shared) = shared {
+        let seen = shared.word(SURVIVOR_PAGE).load(Ordering::SeqCst);
+        tap.check(
+            "T8: the survivors' DSM page reads what survivor A wrote",
+            expect_value(seen, SURVIVOR_VALUE),
+        );
+    }
+}
+
+/// The victim, in phase 2: opens the region, writes its page and keeps it
+/// until it dies.
+pub(super) fn victim_holds_a_page<K: Kernel>(kernel: &K, home: u32) -> Option<Result<(), String>> {
+    let shared = open(kernel, home, false)?;
+    Some(shared.map(|shared| {
+        shared.word(VICTIM_PAGE).store(VICTIM_VALUE, Ordering::SeqCst);
+        // Held until the machine is killed, like the victim's other state.
+        std::mem::forget(shared);
+    }))
+}
+
+/// Once the death is known, every survivor: the victim's page raises
+/// `SIGBUS`, the survivors' page keeps its value, and a page nobody held
+/// works; then the region is closed.
+pub(super) fn check_after_death<W: Write>(tap: &mut Tap<W>, me: u32, shared: Option<Shared>) {
+    let Some(shared) = shared else {
+        return;
+    };
+    let victim_page = std::ptr::from_ref(shared.word(VICTIM_PAGE));
+    tap.check(
+        "T8: reading the page the dead victim held raises SIGBUS",
+        raises_sigbus(victim_page.cast()),
+    );
+    let seen = shared.word(SURVIVOR_PAGE).load(Ordering::SeqCst);
+    tap.check(
+        "T8: the survivors' DSM page still reads what survivor A wrote",
+        expect_value(seen, SURVIVOR_VALUE),
+    );
+    // Each survivor its own word of one page nobody held before the death.
+    let fresh = &shared.map.words()[FRESH_PAGE * PAGE / 8 + me as usize % (PAGE / 8)];
+    let value = u64::from(me) << 32 | 0xf5;
+    fresh.store(value, Ordering::SeqCst);
+    tap.check(
+        "T8: a DSM page nobody held can be written and read back",
+        expect_value(fresh.load(Ordering::SeqCst), value),
+    );
+    drop(shared);
+}
+
+fn expect_value(seen: u64, want: u64) -> Result<(), String> {
+    if seen == want {
+        Ok(())
+    } else {
+        Err(format!("read {seen:#x}, not {want:#x}"))
+    }
+}
+
+/// Whether reading the word at `at` kills a child process with `SIGBUS`
+/// within [`SIGBUS_LIMIT`].
+fn raises_sigbus(at: *const u64) -> Result<(), String> {
+    // SAFETY: the child only reads the shared mapping and exits, touching
+    // nothing another thread of this process might have locked.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        // SAFETY: `at` is in a shared mapping the child inherited.
+        let _ = unsafe { std::ptr::read_volatile(at) };
+        // SAFETY: ends the child at once, without running this process's
+        // exit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    let started = Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is writable; `child` is our child.
+        let waited = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        if waited == child {
+            break;
+        }
+        if waited < 0 || started.elapsed() > SIGBUS_LIMIT {
+            // SAFETY: `child` is our child, not reaped yet.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+            // SAFETY: as above.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            return Err(format!("the access was still blocked after {SIGBUS_LIMIT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let elapsed = started.elapsed().as_millis();
+    match (libc::WIFSIGNALED(status), libc::WTERMSIG(status)) {
+        (true, libc::SIGBUS) => Ok(()),
+        (true, signal) => Err(format!("the child died of signal {signal} after {elapsed} ms")),
+        (false, _) => Err(format!(
+            "the read returned (exit status {}) after {elapsed} ms: stale bytes",
+            libc::WEXITSTATUS(status)
+        )),
+    }
+}
