@@ -73,7 +73,10 @@ fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<Result<Shared,
 /// Phase 1, survivor A: creates the region.
 pub(super) fn create<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<Shared> {
     let created = open(kernel, me, true)?;
-    tap.check_value("T8: lite_dsm_open creates a DSM region on survivor A, mapped", created)
+    tap.check_value(
+        "T8: lite_dsm_open creates a DSM region on survivor A, mapped",
+        created,
+    )
 }
 
 /// Phase 2, every survivor: opens the region (survivor A has it already)
@@ -89,11 +92,16 @@ pub(super) fn open_and_write<K: Kernel, W: Write>(
         Some(shared) => shared,
         None => {
             let opened = open(kernel, home, false)?;
-            tap.check_value(&format!("T8: the DSM region of node {home} opens and maps"), opened)?
+            tap.check_value(
+                &format!("T8: the DSM region of node {home} opens and maps"),
+                opened,
+            )?
         }
     };
     if is_home {
-        shared.word(SURVIVOR_PAGE).store(SURVIVOR_VALUE, Ordering::SeqCst);
+        shared
+            .word(SURVIVOR_PAGE)
+            .store(SURVIVOR_VALUE, Ordering::SeqCst);
     }
     Some(shared)
 }
@@ -115,7 +123,9 @@ pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Sh
 pub(super) fn victim_holds_a_page<K: Kernel>(kernel: &K, home: u32) -> Option<Result<(), String>> {
     let shared = open(kernel, home, false)?;
     Some(shared.map(|shared| {
-        shared.word(VICTIM_PAGE).store(VICTIM_VALUE, Ordering::SeqCst);
+        shared
+            .word(VICTIM_PAGE)
+            .store(VICTIM_VALUE, Ordering::SeqCst);
         // Held until the machine is killed, like the victim's other state.
         std::mem::forget(shared);
     }))
@@ -186,14 +196,18 @@ fn raises_sigbus(at: *const u64) -> Result<(), String> {
             unsafe { libc::kill(child, libc::SIGKILL) };
             // SAFETY: as above.
             unsafe { libc::waitpid(child, &mut status, 0) };
-            return Err(format!("the access was still blocked after {SIGBUS_LIMIT:?}"));
+            return Err(format!(
+                "the access was still blocked after {SIGBUS_LIMIT:?}"
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let elapsed = started.elapsed().as_millis();
     match (libc::WIFSIGNALED(status), libc::WTERMSIG(status)) {
         (true, libc::SIGBUS) => Ok(()),
-        (true, signal) => Err(format!("the child died of signal {signal} after {elapsed} ms")),
+        (true, signal) => Err(format!(
+            "the child died of signal {signal} after {elapsed} ms"
+        )),
         (false, _) => Err(format!(
             "the read returned (exit status {}) after {elapsed} ms: stale bytes",
             libc::WEXITSTATUS(status)

@@ -186,7 +186,10 @@ pub fn run_victim<K: Kernel, W: Write>(
     barrier(&mut log, "the survivors' allocations")?;
     if let Some(home) = survivor_a(me, nodes) {
         if let Some(held) = super::dsm::victim_holds_a_page(kernel, home) {
-            log.step("T8: opening survivor A's DSM region and writing a page", held);
+            log.step(
+                "T8: opening survivor A's DSM region and writing a page",
+                held,
+            );
         }
     }
     barrier(&mut log, "the survivors counted their chunks")?;
