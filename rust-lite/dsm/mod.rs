@@ -28,8 +28,9 @@
 //!
 //! LITE-DSM's locks, by lockdep class: `lite_dsm:open` (an open, or the
 //! start or stop of the node's DSM threads), `lite_dsm:state` (the node's
-//! regions and directories), `lite_dsm:pages` (a region's copies) and
-//! `lite_dsm:directory` (a directory's holders). This is the only nesting
+//! regions and directories), `lite_dsm:pages` (a region's copies),
+//! `lite_dsm:directory` (a directory's holders) and `lite_dsm:closing` (a
+//! close a kernel thread carries out for a closing task). This is the only nesting
 //! of two of them (outer first); the test command checks that lockdep sees
 //! no other:
 //!
@@ -48,7 +49,11 @@
 
 #![deny(unsafe_code)]
 
-use kernel::{c_str, new_mutex, prelude::*, sync::Arc, sync::Mutex};
+use kernel::{
+    c_str, new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex},
+};
 
 use crate::{
     api::rust_api::{Answer, Handler, NodeId, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE},
@@ -67,6 +72,10 @@ use wire::{DirectoryAnswer, DirectoryRequest, Invalidation, Op, OPEN_CREATE};
 /// `lite_dsm_open` flag: create the region on this node if it does not
 /// exist (`LITE_DSM_CREATE`).
 pub(crate) const DSM_CREATE: u32 = 0x1;
+
+/// An incarnation no region has: a `Detach` naming it is for the region of
+/// its name, whichever incarnation (an open that failed never learned it).
+const ANY_INCARNATION: u64 = 0;
 
 /// Largest region (`LITE_MAX_LMR_SIZE`).
 const MAX_REGION_SIZE: u64 = 1 << 40;
@@ -261,9 +270,15 @@ impl Dsm {
             flags: if create { OPEN_CREATE } else { 0 },
         };
         let answer = match call_directory(session, node, &request) {
+            Ok(answer) => answer,
             // A node that serves no directory has no region.
             Err(e) if e == errno::ECONNREFUSED() => return Err(ENOENT),
-            answer => answer?,
+            Err(e) => {
+                // The directory may have counted this node in before the
+                // call ended (a signal, say): it is told otherwise.
+                detach_later(session, node, name, ANY_INCARNATION);
+                return Err(e);
+            }
         };
         let id = RegionId {
             directory: node,
@@ -300,7 +315,7 @@ impl Dsm {
                 Ok(region)
             });
         if attached.is_err() {
-            detach(session, node, name, answer.incarnation);
+            detach_later(session, node, name, answer.incarnation);
         }
         attached
     }
@@ -372,6 +387,38 @@ impl Dsm {
         if !last {
             return;
         }
+        // The rest waits for the network. A kernel thread does it, which no
+        // signal interrupts: a process killed with the region open loses
+        // none of its writes, and the directory hears of the close. The
+        // closing task waits for it unless a signal comes.
+        let closing = Arc::pin_init(
+            pin_init!(Closing {
+                region: region.clone(),
+                done <- new_mutex!(false, "lite_dsm:closing"),
+                finished <- new_condvar!("lite_dsm:closed"),
+            }),
+            GFP_KERNEL,
+        );
+        let spawned = closing.and_then(|closing| {
+            kthread::spawn(c_str!("lite_dsm_close"), closing.clone(), close_region)?;
+            Ok(closing)
+        });
+        match spawned {
+            Ok(closing) => {
+                let mut done = closing.done.lock();
+                while !*done {
+                    if closing.finished.wait_interruptible(&mut done) {
+                        break;
+                    }
+                }
+            }
+            Err(_) => self.close(region),
+        }
+    }
+
+    /// Writes back the pages of `region`, which no file has open, and
+    /// closes it unless a file opened it again meanwhile.
+    fn close(&self, region: Arc<LocalRegion>) {
         // Still findable meanwhile, so that invalidations wait for the
         // pages they ask for to be written back.
         let _ = region.write_back_all();
@@ -424,11 +471,16 @@ impl Dsm {
         answer.reply(&reply.encode())
     }
 
-    /// The directory of region `name`, `incarnation`.
+    /// The directory of region `name`, `incarnation` ([`ANY_INCARNATION`]:
+    /// whichever there is).
     fn directory(&self, name: u64, incarnation: u64) -> Result<Arc<Directory>> {
         let state = self.state.lock();
         match state.directory(name) {
-            Some(directory) if directory.incarnation == incarnation => Ok(directory.clone()),
+            Some(directory)
+                if incarnation == ANY_INCARNATION || directory.incarnation == incarnation =>
+            {
+                Ok(directory.clone())
+            }
             _ => Err(ENOENT),
         }
     }
@@ -539,6 +591,54 @@ impl Dsm {
     ) -> Result<R> {
         let want = if write { Access::Write } else { Access::Read };
         region.access(index, want, finish)
+    }
+}
+
+/// A close that a kernel thread carries out, and the closing task awaits.
+#[pin_data]
+struct Closing {
+    region: Arc<LocalRegion>,
+    /// Lock class `lite_dsm:closing`, taken with no other lock held.
+    #[pin]
+    done: Mutex<bool>,
+    #[pin]
+    finished: CondVar,
+}
+
+/// Body of the thread that closes a region no file has open.
+fn close_region(closing: Arc<Closing>) {
+    if let Ok(dsm) = Dsm::get() {
+        dsm.close(closing.region.clone());
+    }
+    *closing.done.lock() = true;
+    closing.finished.notify_all();
+}
+
+/// A `Detach` that a kernel thread sends.
+struct LateDetach {
+    session: Session,
+    directory: NodeId,
+    name: u64,
+    incarnation: u64,
+}
+
+/// Tells the directory on `directory` that this node does not have region
+/// `name` open, from a kernel thread, which no signal interrupts.
+fn detach_later(session: &Session, directory: NodeId, name: u64, incarnation: u64) {
+    let job = LateDetach {
+        session: session.clone(),
+        directory,
+        name,
+        incarnation,
+    };
+    let send = |job: Arc<LateDetach>| {
+        detach(&job.session, job.directory, job.name, job.incarnation);
+    };
+    let spawned = Arc::new(job, GFP_KERNEL)
+        .map_err(Error::from)
+        .and_then(|job| kthread::spawn(c_str!("lite_dsm_detach"), job, send));
+    if spawned.is_err() {
+        detach(session, directory, name, incarnation);
     }
 }
 

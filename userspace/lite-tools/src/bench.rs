@@ -101,6 +101,13 @@ named_enum! {
         /// `liteapi_send_reply` round trip between two kernels through a
         /// handler, the reply as long as the request, timed in the kernel.
         KernelMessage = "kmsg",
+        /// A LITE-DSM read fault: the page fetched from its home.
+        DsmRead = "dsm_read",
+        /// A LITE-DSM write fault on a page no other node holds.
+        DsmWrite = "dsm_write",
+        /// A LITE-DSM write fault on a page another node reads, whose copy
+        /// is invalidated first.
+        DsmWriteShared = "dsm_write_1_reader",
         /// `lite_fetch_add` on an 8-byte LMR.
         FetchAdd = "fetch_add",
         /// `lite_compare_swp` on an 8-byte LMR.

@@ -607,8 +607,8 @@ struct Setup {
     lmr_b: Option<Target>,
     /// T7's caller; `None` where modules cannot be loaded.
     kernel_caller: Option<KernelCaller>,
-    /// T8's region, created by survivor A; `None` elsewhere, or where
-    /// memory cannot be mapped.
+    /// T8's region, created by survivor A; `None` where memory cannot be
+    /// mapped.
     dsm: Option<dsm::Shared>,
 }
 
@@ -693,8 +693,8 @@ fn set_up_survivor<K: Kernel, W: Write>(
         return setup;
     };
     setup.victim = Some(victim);
-    if survivor_a(victim, nodes) == Some(me) {
-        setup.dsm = dsm::create(kernel, tap, me);
+    if let Some(home) = survivor_a(victim, nodes) {
+        setup.dsm = dsm::set_up(kernel, tap, me, home);
     }
 
     setup.lmr_a = tap.check_value(
@@ -1280,9 +1280,10 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
     let locks = setup.victim.map_or(VictimLocks::default(), |victim| {
         find_victims_locks(kernel.as_ref(), tap, me, victim, nodes)
     });
-    let home = setup.victim.and_then(|victim| survivor_a(victim, nodes));
-    let created = setup.dsm.take();
-    let shared = home.and_then(|home| dsm::open_and_write(kernel.as_ref(), tap, home, created));
+    let shared = setup.dsm.take();
+    if setup.victim.and_then(|victim| survivor_a(victim, nodes)) == Some(me) {
+        dsm::write_survivors_page(&shared);
+    }
     let base = held_chunks(kernel.as_ref());
     if !setup_barrier(tap, "counting the held chunks") {
         return;

@@ -23,6 +23,16 @@ const RPC_OP: &str = "rpc";
 /// between two kernels).
 const KMSG_OP: &str = "kmsg";
 
+/// LITE-DSM's faults, by their names in the records, and what each is.
+const DSM_FAULTS: [(&str, &str); 3] = [
+    ("dsm_read", "read fault"),
+    ("dsm_write", "write fault, 0 readers"),
+    ("dsm_write_1_reader", "write fault, 1 reader"),
+];
+
+/// The LITE read each DSM fault is compared with: a page of 4 KiB.
+const DSM_BASELINE: (&str, u64) = ("read", 4096);
+
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
 const STALL_CALLS: [&str; 5] = [
@@ -85,6 +95,8 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
         "==> asynchronous RPC from one thread ({RPC_ASYNC_SIZE} B calls, times in microseconds)"
     ));
     say_indented(rpc_async_table(m));
+    ui::say("==> LITE-DSM page faults (times in microseconds)");
+    say_indented(dsm_table(m));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(isolation::table(&m.qos));
     say_indented([isolation::verdict(&m.qos)]);
@@ -184,6 +196,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
         .map(|n| (n.op.clone(), n.size))
         .chain(lite.map(|l| (l.op.clone(), l.size)))
         .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && op != KMSG_OP && !is_atomic(op))
+        .filter(|(op, _)| !DSM_FAULTS.iter().any(|&(fault, _)| fault == op))
         .collect();
     let table = Table::new(
         "<6 op|>7 size|>13 native med|>12 native sd|>11 LITE med|>19 LITE p10-p90|>11 LITE/native",
@@ -308,6 +321,27 @@ pub fn rpc_table(m: &Measurements) -> Vec<String> {
             kmsg_median,
             kmsg_spread,
             kmsg_ratio,
+        ]
+    }))
+}
+
+/// The LITE-DSM table, one string per line: each fault's median and spread
+/// and its ratio to LITE's read of a 4 KiB page in the same run.
+pub fn dsm_table(m: &Measurements) -> Vec<String> {
+    let notes = [
+        "each fault moves a 4 KiB page from its home with an RDMA read; the directory is local,",
+        "the home on the other node; ratio: fault median / LITE read of 4096 B median, same run",
+    ];
+    let table = Table::noted(&notes, "<24 fault|>11 median|>19 p10-p90|>14 / LITE read");
+    let (op, size) = DSM_BASELINE;
+    let read = m.lite.get(&(op.to_string(), size)).map(|l| l.median);
+    table.lines(DSM_FAULTS.iter().map(|&(op, what)| {
+        let l = m.lite.get(&(op.to_string(), 4096));
+        [
+            what.to_string(),
+            cell(l.map(|l| l.median)),
+            range_cell(l.map(|l| (l.p10, l.p90))),
+            ratio_cell(l.map(|l| l.median), read),
         ]
     }))
 }
@@ -999,10 +1033,31 @@ mod tests {
         let rpc_async = "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
              64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
              LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n";
+        let record = |op: &str, median: u32| {
+            format!(
+                "LITE-RECORD {{\"latency\":{{\"op\":\"{op}\",\"size\":4096,\"iters\":500,\
+                 \"median\":{median}.00,\"p10\":{}.00,\"p90\":{}.00,\"min\":1,\"max\":9999,\
+                 \"stdev\":1}}}}\n",
+                median - 100,
+                median + 100
+            )
+        };
+        let dsm = format!("{}{}", record("read", 1000), record("dsm_read", 2500));
         type Of = fn(&Measurements) -> Vec<String>;
         // Each table of a log: the notes above its column names, then every
         // row.
-        let cases: [(Of, &str, usize, &[&str]); 7] = [
+        let cases: [(Of, &str, usize, &[&str]); 8] = [
+            // 2500 / 1000; no write faults measured.
+            (
+                dsm_table,
+                &dsm,
+                2,
+                &[
+                    "read fault 2500.00 2400.00-2600.00 2.50",
+                    "write fault, 0 readers - - -",
+                    "write fault, 1 reader - - -",
+                ],
+            ),
             // 2100.50 / 1987.50.
             (
                 table,

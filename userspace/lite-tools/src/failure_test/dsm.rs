@@ -55,7 +55,7 @@ impl Shared {
 
 /// Opens the region of `home`, creating it there with `create`; `None`
 /// where this kernel maps no memory.
-fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<Result<Shared, String>> {
+fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<std::io::Result<Shared>> {
     let size = (PAGES * PAGE) as u64;
     let flags = if create { DSM_CREATE } else { 0 };
     let ret = kernel.dsm_open(home, NAME, size, flags, PASSWORD)?;
@@ -65,45 +65,44 @@ fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<Result<Shared,
             .map(|(map, region)| Shared {
                 map,
                 _region: region,
-            })
-            .map_err(|e| format!("lite_dsm_open and mmap: {e}")),
+            }),
     )
 }
 
-/// Phase 1, survivor A: creates the region.
-pub(super) fn create<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<Shared> {
-    let created = open(kernel, me, true)?;
-    tap.check_value(
-        "T8: lite_dsm_open creates a DSM region on survivor A, mapped",
-        created,
-    )
-}
+/// How long a survivor waits for survivor A's region to exist.
+const CREATE_LIMIT: Duration = Duration::from_secs(30);
 
-/// Phase 2, every survivor: opens the region (survivor A has it already)
-/// and, on survivor A, writes the survivors' page.
-pub(super) fn open_and_write<K: Kernel, W: Write>(
+/// Phase 1, every survivor: survivor A (`home`) creates the region, the
+/// others open it once it exists, before LITE's counters are first read
+/// (T7 compares them with later ones).
+pub(super) fn set_up<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
+    me: u32,
     home: u32,
-    created: Option<Shared>,
 ) -> Option<Shared> {
-    let is_home = created.is_some();
-    let shared = match created {
-        Some(shared) => shared,
-        None => {
-            let opened = open(kernel, home, false)?;
-            tap.check_value(
-                &format!("T8: the DSM region of node {home} opens and maps"),
-                opened,
-            )?
-        }
+    let description = if me == home {
+        "T8: lite_dsm_open creates a DSM region on survivor A, mapped".to_string()
+    } else {
+        format!("T8: the DSM region of node {home} opens and maps")
     };
-    if is_home {
-        shared
-            .word(SURVIVOR_PAGE)
-            .store(SURVIVOR_VALUE, Ordering::SeqCst);
+    let started = Instant::now();
+    let opened = loop {
+        let opened = open(kernel, home, me == home)?;
+        let missing = matches!(&opened, Err(e) if e.raw_os_error() == Some(libc::ENOENT));
+        if !missing || started.elapsed() > CREATE_LIMIT {
+            break opened.map_err(|e| format!("lite_dsm_open and mmap: {e}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    tap.check_value(&description, opened)
+}
+
+/// Phase 2, survivor A: writes the survivors' page.
+pub(super) fn write_survivors_page(shared: &Option<Shared>) {
+    if let Some(shared) = shared {
+        shared.word(SURVIVOR_PAGE).store(SURVIVOR_VALUE, Ordering::SeqCst);
     }
-    Some(shared)
 }
 
 /// Phase 3, every survivor: reads the survivors' page, so that each holds
@@ -122,7 +121,7 @@ pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Sh
 /// until it dies.
 pub(super) fn victim_holds_a_page<K: Kernel>(kernel: &K, home: u32) -> Option<Result<(), String>> {
     let shared = open(kernel, home, false)?;
-    Some(shared.map(|shared| {
+    Some(shared.map_err(|e| e.to_string()).map(|shared| {
         shared
             .word(VICTIM_PAGE)
             .store(VICTIM_VALUE, Ordering::SeqCst);

@@ -67,6 +67,7 @@ use lite_tools::{join_cluster, pattern, say, Membership};
 
 mod baseline;
 mod cluster_scale;
+mod dsm;
 mod options;
 mod piped;
 mod process_curve;
@@ -250,10 +251,17 @@ fn run(options: &Options) -> Result<(), String> {
         } else {
             Ok(())
         };
+        // The measuring node is the other of the two.
+        let measuring_node = BENCH_NODES + 1 - me;
+        let dsm = if options.series == Series::All {
+            dsm::serve_reader(measuring_node, options.iters)
+        } else {
+            Ok(())
+        };
         // The measuring node must not be left waiting, whatever failed.
         let finished = barrier();
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
-        return stopped.and(handler).and(finished);
+        return stopped.and(handler).and(dsm).and(finished);
     }
     let outcome = match options.series {
         Series::Regions => measure_region_curve(options),
@@ -279,7 +287,10 @@ fn run(options: &Options) -> Result<(), String> {
             .and_then(|()| measure_rpc(options))
             .and_then(|()| measure_kernel_messages(options))
             .and_then(|()| measure_qos(options))
-            .and_then(|()| measure_regions(options, me)),
+            .and_then(|()| measure_regions(options, me))
+            // Last, and whatever failed before: the memory node enters its
+            // barriers.
+            .and(dsm::measure(options.iters)),
     };
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.

@@ -1,0 +1,137 @@
+//! LITE-DSM's page faults, timed on the measuring node: a read fault, a
+//! write fault on a page nobody else holds, and a write fault on a page the
+//! memory node reads (one reader to invalidate). The measuring node creates
+//! the region, so its directory is local and its pages live on the memory
+//! node, where each fault fetches its page with an RDMA read.
+//!
+//! Both nodes enter [`BARRIERS`] barriers whatever fails, so that a failure
+//! on one side never leaves the other waiting.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lite::dsm::{Mapping, Region};
+
+use super::{barrier, report, WARMUP_OPS};
+use lite_tools::bench::Operation;
+use lite_tools::stats::monotonic_ns;
+
+/// The region's name and password.
+const NAME: u64 = 0x6473_6d2d_6265_6e63;
+const PASSWORD: u64 = 0x6473_6d2d_7077;
+/// Bytes of a page, the size every fault moves.
+pub(crate) const PAGE: u64 = 4096;
+/// Barriers each side enters.
+const BARRIERS: usize = 4;
+
+/// The series, in the order of their pages in the region.
+const SERIES: [Operation; 3] = [Operation::DsmRead, Operation::DsmWrite, Operation::DsmWriteShared];
+
+/// Pages of each series: the warm-up faults and the timed ones.
+fn pages(iters: u32) -> usize {
+    WARMUP_OPS + iters as usize
+}
+
+/// The pages of series `index`.
+fn series_pages(index: usize, iters: u32) -> Range<usize> {
+    let n = pages(iters);
+    index * n..(index + 1) * n
+}
+
+fn region_size(iters: u32) -> u64 {
+    (SERIES.len() * pages(iters)) as u64 * PAGE
+}
+
+/// The first word of page `page`.
+fn word(map: &Mapping, page: usize) -> Result<&AtomicU64, String> {
+    map.words()
+        .get(page * PAGE as usize / 8)
+        .ok_or_else(|| format!("page {page} is past the region's end"))
+}
+
+/// The measuring node's part.
+pub(crate) fn measure(iters: u32) -> Result<(), String> {
+    let size = region_size(iters);
+    let opened = Region::create(NAME, size, PASSWORD)
+        .and_then(|region| Ok((region.map()?, region)))
+        .map_err(|e| format!("lite_dsm_open and mmap of {size} B: {e}"));
+    let mut outcome = Ok(());
+    let mut barriers = 0;
+    let mut step = |outcome: &mut Result<(), String>| {
+        barriers += 1;
+        let entered = barrier();
+        if outcome.is_ok() {
+            *outcome = entered;
+        }
+    };
+    // 1: the region exists.
+    step(&mut outcome);
+    let mut samples = Vec::new();
+    if let Ok((map, _)) = &opened {
+        for (index, _) in SERIES.iter().enumerate().take(2) {
+            samples.push(time_faults(map, series_pages(index, iters), index > 0));
+        }
+    }
+    // 2: the memory node has opened the region and reads the third
+    // series' pages; 3: it has.
+    step(&mut outcome);
+    step(&mut outcome);
+    if let Ok((map, _)) = &opened {
+        samples.push(time_faults(map, series_pages(2, iters), true));
+    }
+    // 4: the memory node may close the region.
+    step(&mut outcome);
+    debug_assert_eq!(barriers, BARRIERS);
+    opened.map(drop)?;
+    outcome?;
+    for (operation, samples) in SERIES.into_iter().zip(samples) {
+        let samples = samples?;
+        report(operation, PAGE, samples.get(WARMUP_OPS..).unwrap_or(&[]))?;
+    }
+    Ok(())
+}
+
+/// Times one fault on each page of `pages`: a read, or a write.
+fn time_faults(map: &Mapping, pages: Range<usize>, write: bool) -> Result<Vec<f64>, String> {
+    let mut samples = Vec::with_capacity(pages.len());
+    for page in pages {
+        let word = word(map, page)?;
+        let start = monotonic_ns();
+        if write {
+            word.store(page as u64, Ordering::SeqCst);
+        } else {
+            std::hint::black_box(word.load(Ordering::SeqCst));
+        }
+        samples.push(monotonic_ns().saturating_sub(start) as f64 / 1000.0);
+    }
+    Ok(samples)
+}
+
+/// The memory node's part: reads the pages of the shared-write series, and
+/// keeps its copies while they are timed, so that each write fault on them
+/// has a reader to invalidate.
+pub(crate) fn serve_reader(measuring_node: u32, iters: u32) -> Result<(), String> {
+    let mut outcome = Ok(());
+    let mut step = |outcome: &mut Result<(), String>| {
+        let entered = barrier();
+        if outcome.is_ok() {
+            *outcome = entered;
+        }
+    };
+    step(&mut outcome);
+    let size = region_size(iters);
+    let opened = Region::open(measuring_node, NAME, size, PASSWORD)
+        .and_then(|region| Ok((region.map()?, region)))
+        .map_err(|e| format!("lite_dsm_open of node {measuring_node}'s region: {e}"));
+    step(&mut outcome);
+    if let Ok((map, _)) = &opened {
+        for page in series_pages(2, iters) {
+            if let Ok(word) = word(map, page) {
+                std::hint::black_box(word.load(Ordering::SeqCst));
+            }
+        }
+    }
+    step(&mut outcome);
+    step(&mut outcome);
+    opened.map(drop).and(outcome)
+}
