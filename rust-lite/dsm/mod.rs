@@ -391,9 +391,10 @@ impl Dsm {
         // signal interrupts: a process killed with the region open loses
         // none of its writes, and the directory hears of the close. The
         // closing task waits for it unless a signal comes.
+        let closed = region.clone();
         let closing = Arc::pin_init(
             pin_init!(Closing {
-                region: region.clone(),
+                region: closed,
                 done <- new_mutex!(false, "lite_dsm:closing"),
                 finished <- new_condvar!("lite_dsm:closed"),
             }),

@@ -101,7 +101,9 @@ pub(super) fn set_up<K: Kernel, W: Write>(
 /// Phase 2, survivor A: writes the survivors' page.
 pub(super) fn write_survivors_page(shared: &Option<Shared>) {
     if let Some(shared) = shared {
-        shared.word(SURVIVOR_PAGE).store(SURVIVOR_VALUE, Ordering::SeqCst);
+        shared
+            .word(SURVIVOR_PAGE)
+            .store(SURVIVOR_VALUE, Ordering::SeqCst);
     }
 }
 
