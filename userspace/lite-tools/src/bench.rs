@@ -690,9 +690,10 @@ mod tests {
         fn names<T>(all: &[T], name: fn(&T) -> &'static str) -> String {
             all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
-        let operations = "write read memset memcpy write_async read_async rpc kmsg fetch_add \
-                          compare_swp region_write region_read region_write_first \
-                          region_read_first region_create region_free";
+        let operations = "write read memset memcpy write_async read_async rpc kmsg dsm_read \
+                          dsm_write dsm_write_1_reader fetch_add compare_swp region_write \
+                          region_read region_write_first region_read_first region_create \
+                          region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
         for operation in Operation::ALL {
             assert_eq!(operation.to_string(), operation.name());
