@@ -73,7 +73,13 @@ impl Region {
 
     /// Maps the whole region, shared.
     pub fn map(&self) -> io::Result<Mapping> {
-        Mapping::new(&self.fd, self.size)
+        self.map_with(self.size, libc::MAP_SHARED)
+    }
+
+    /// Maps `len` bytes of the region with `mmap` flags `flags` (the kernel
+    /// refuses all but a shared mapping within the region).
+    pub fn map_with(&self, len: usize, flags: libc::c_int) -> io::Result<Mapping> {
+        Mapping::new(&self.fd, len, flags)
     }
 
     /// The descriptor, for `mmap` with other arguments.
@@ -102,19 +108,10 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    fn new(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+    fn new(fd: &OwnedFd, len: usize, flags: libc::c_int) -> io::Result<Mapping> {
         let prot = libc::PROT_READ | libc::PROT_WRITE;
         // SAFETY: a new mapping chosen by the kernel overlaps no Rust object.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                prot,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
+        let addr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd.as_raw_fd(), 0) };
         if addr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }

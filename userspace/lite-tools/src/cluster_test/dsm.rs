@@ -368,11 +368,11 @@ fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64
         [
             (
                 "a private mapping",
-                map_raw(region, PAGES * PAGE, libc::MAP_PRIVATE),
+                map_errno(region, PAGES * PAGE, libc::MAP_PRIVATE),
             ),
             (
                 "a mapping past the region's end",
-                map_raw(region, (PAGES + 1) * PAGE, libc::MAP_SHARED),
+                map_errno(region, (PAGES + 1) * PAGE, libc::MAP_SHARED),
             ),
         ]
     });
@@ -390,27 +390,10 @@ fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64
     }
 }
 
-/// `mmap` of `len` bytes of `region` with `flags`: 0, or the errno.
-fn map_raw(region: &Region, len: usize, flags: i32) -> i32 {
-    use std::os::fd::AsRawFd;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    // SAFETY: a new mapping chosen by the kernel overlaps nothing of ours.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            prot,
-            flags,
-            region.fd().as_raw_fd(),
-            0,
-        )
-    };
-    if addr == libc::MAP_FAILED {
-        return std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
+/// The errno of mapping `len` bytes of `region` with `flags`, 0 if it maps.
+fn map_errno(region: &Region, len: usize, flags: i32) -> i32 {
+    match region.map_with(len, flags) {
+        Ok(_) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
     }
-    // SAFETY: the mapping just made, which nothing uses.
-    unsafe { libc::munmap(addr, len) };
-    0
 }
