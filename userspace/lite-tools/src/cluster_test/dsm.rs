@@ -16,8 +16,8 @@ use libc::{c_long, EACCES, EINVAL, ENOENT};
 use lite::dsm::{Mapping, Region};
 use lite::sys::{LiteLock, DSM_CREATE, MAX_LMR_SIZE};
 
-use super::io::{barrier, enter_barrier, out_of_step, InStep, BARRIER_LIMIT};
-use super::sync::create_lock;
+use super::io::{barrier, enter_barrier, out_of_step, status, InStep, BARRIER_LIMIT};
+use super::sync::{ask_lock, create_lock};
 use super::Node;
 use crate::errno::expect_errno;
 use crate::kernel::Kernel;
@@ -82,7 +82,9 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             let ret = kernel.dsm_open(1, REGION_NAME, size, 0, region_password);
             open_and_map(ret, size).and_then(|region| {
                 let number = region.1.words()[word(LOCK_PAGE, 0)].load(Ordering::SeqCst);
-                let lock = ask_lock(kernel, number)?;
+                let number = u32::try_from(number)
+                    .map_err(|_| format!("lock number {number} in the region"))?;
+                let lock = ask_lock(kernel, 1, number)?;
                 Ok((region, lock))
             })
         }
@@ -129,10 +131,6 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
 type CaseResult = Result<Result<(), String>, String>;
 type Case<K> = fn(&K, Node, &Mapping, LiteLock) -> CaseResult;
 
-fn status<T>(result: &Result<T, String>) -> Result<(), String> {
-    result.as_ref().map(|_| ()).map_err(Clone::clone)
-}
-
 /// The region's password.
 const REGION_PASSWORD: u64 = 0x4453_4d70_6173_7377;
 
@@ -146,18 +144,6 @@ fn open_and_map(ret: Option<c_long>, size: u64) -> Result<(Region, Mapping), Str
         .map_err(|e| format!("lite_dsm_open: {e}"))?;
     let map = region.map().map_err(|e| format!("mmap: {e}"))?;
     Ok((region, map))
-}
-
-fn ask_lock<K: Kernel>(kernel: &K, number: u64) -> Result<LiteLock, String> {
-    let number =
-        u32::try_from(number).map_err(|_| format!("lock number {number} in the region"))?;
-    let mut lock = LiteLock { home: 0, number: 0 };
-    // SAFETY: `lock` is ours and writable for the call.
-    let ret = unsafe { kernel.ask_lock(1, number, &mut lock) };
-    match ret {
-        0.. => Ok(lock),
-        _ => Err(format!("lite_ask_lock(1, {number}) returned {ret}")),
-    }
 }
 
 /// Enters the case's barrier `name`.

@@ -128,7 +128,7 @@ pub(super) fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, 
 }
 
 /// `lite_ask_lock(home, number)`; the lock, checked.
-fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<LiteLock, String> {
+pub(super) fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<LiteLock, String> {
     let (ret, lock) = ask_lock_raw(kernel, home, number);
     expect_zero(ret).map_err(|e| format!("ask_lock({home}, {number}): {e}"))?;
     let expected = LiteLock { home, number };
