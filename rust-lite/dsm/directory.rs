@@ -30,11 +30,21 @@ struct PageEntry {
     lost: bool,
 }
 
+/// One node's opening of the region, which lasts until the node closes
+/// its last file of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Opening {
+    pub(super) node: NodeId,
+    /// Drawn at random by the node: a `Detach` that arrives late, after
+    /// the node opened the region again, ends only the opening it names.
+    pub(super) id: u64,
+}
+
 /// What the directory's lock guards.
 struct DirectoryState {
     pages: KVVec<PageEntry>,
-    /// The nodes that have the region open, one bit per node id.
-    attached: u64,
+    /// The openings of the region; a slot is free once its opening ended.
+    openings: KVec<Option<Opening>>,
 }
 
 /// The directory of one region.
@@ -71,7 +81,7 @@ impl Directory {
         pages: usize,
         password: u64,
         data: Data,
-        creator: NodeId,
+        creator: Opening,
     ) -> Result<Arc<Self>> {
         let mut entries = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
@@ -83,9 +93,11 @@ impl Directory {
             };
             entries.push(entry, GFP_KERNEL)?;
         }
+        let mut openings = KVec::new();
+        openings.push(Some(creator), GFP_KERNEL)?;
         let state = DirectoryState {
             pages: entries,
-            attached: creator.bit().ok_or(EINVAL)?,
+            openings,
         };
         let Data {
             handle,
@@ -106,22 +118,22 @@ impl Directory {
         )
     }
 
-    /// Notes that `node` has the region open.
-    pub(super) fn attach(&self, node: NodeId) -> Result {
-        self.state.lock().attached |= node.bit().ok_or(EINVAL)?;
-        Ok(())
+    /// Counts `opening` of the region.
+    pub(super) fn attach(&self, opening: Opening) -> Result {
+        super::insert(&mut self.state.lock().openings, opening)
     }
 
-    /// Notes that `node` closed the region, and forgets the nodes that
-    /// had it open but are no members any more; returns whether no node
-    /// has it open.
-    pub(super) fn detach(&self, node: NodeId, is_member: impl Fn(NodeId) -> bool) -> bool {
+    /// Ends `opening`, if the directory counts it, and the openings of
+    /// nodes that are no members any more; returns whether no opening is
+    /// left.
+    pub(super) fn detach(&self, opening: Opening, is_member: impl Fn(NodeId) -> bool) -> bool {
         let mut state = self.state.lock();
-        state.attached &= !node.bit().unwrap_or(0);
-        for gone in NodeId::all().filter(|&other| !is_member(other)) {
-            state.attached &= !gone.bit().unwrap_or(0);
+        for slot in state.openings.iter_mut() {
+            if slot.is_some_and(|held| held == opening || !is_member(held.node)) {
+                *slot = None;
+            }
         }
-        state.attached == 0
+        state.openings.iter().all(Option::is_none)
     }
 
     /// Grants `node` reading, or writing if `write`, of page `index`, once

@@ -58,14 +58,17 @@ use kernel::{
 use crate::{
     api::rust_api::{Answer, Handler, NodeId, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE},
     errno,
-    sys::{kthread, secret::random_bytes, set_once::SetOnce, shared_mapping::PAGE_SIZE},
+    sys::{
+        kthread, sched::sleep_uninterruptible_ms, secret::random_bytes, set_once::SetOnce,
+        shared_mapping::PAGE_SIZE,
+    },
 };
 
 mod directory;
 pub(crate) mod region;
 mod wire;
 
-use directory::{Data, Directory};
+use directory::{Data, Directory, Opening};
 use region::{Access, LocalRegion, RegionId};
 use wire::{DirectoryAnswer, DirectoryRequest, Invalidation, Op, OPEN_CREATE};
 
@@ -73,9 +76,11 @@ use wire::{DirectoryAnswer, DirectoryRequest, Invalidation, Op, OPEN_CREATE};
 /// exist (`LITE_DSM_CREATE`).
 pub(crate) const DSM_CREATE: u32 = 0x1;
 
-/// An incarnation no region has: a `Detach` naming it is for the region of
-/// its name, whichever incarnation (an open that failed never learned it).
-const ANY_INCARNATION: u64 = 0;
+/// How often a `Detach` is sent before it is given up, and the pause
+/// between tries: a directory busy with invalidations may let a call time
+/// out, and a lost `Detach` would keep the region for good.
+const DETACH_TRIES: u32 = 10;
+const DETACH_RETRY_MS: u32 = 200;
 
 /// Largest region (`LITE_MAX_LMR_SIZE`).
 const MAX_REGION_SIZE: u64 = 1 << 40;
@@ -261,10 +266,12 @@ impl Dsm {
             open.files += 1;
             return Ok(region.clone());
         }
+        let opening = u64::from_ne_bytes(random_bytes());
         let request = DirectoryRequest {
             op: Op::Open as u8,
             name,
             incarnation: 0,
+            opening,
             index: size,
             password,
             flags: if create { OPEN_CREATE } else { 0 },
@@ -274,9 +281,9 @@ impl Dsm {
             // A node that serves no directory has no region.
             Err(e) if e == errno::ECONNREFUSED() => return Err(ENOENT),
             Err(e) => {
-                // The directory may have counted this node in before the
+                // The directory may have counted the opening before the
                 // call ended (a signal, say): it is told otherwise.
-                detach_later(session, node, name, ANY_INCARNATION);
+                detach_later(session, node, name, opening);
                 return Err(e);
             }
         };
@@ -284,6 +291,7 @@ impl Dsm {
             directory: node,
             name,
             incarnation: answer.incarnation,
+            opening,
         };
         let attached = usize::try_from(answer.pages)
             .map_err(|_| EINVAL)
@@ -300,22 +308,22 @@ impl Dsm {
                     pages,
                     password,
                     (data, answer.data_password),
-                );
+                )
+                .and_then(|region| {
+                    let open = OpenRegion {
+                        region: region.clone(),
+                        files: 1,
+                    };
+                    insert(&mut self.state.lock().regions, open)?;
+                    Ok(region)
+                });
                 if region.is_err() {
                     let _ = session.unmap(data);
                 }
                 region
-            })
-            .and_then(|region| {
-                let open = OpenRegion {
-                    region: region.clone(),
-                    files: 1,
-                };
-                insert(&mut self.state.lock().regions, open)?;
-                Ok(region)
             });
         if attached.is_err() {
-            detach_later(session, node, name, answer.incarnation);
+            detach_later(session, node, name, opening);
         }
         attached
     }
@@ -430,7 +438,7 @@ impl Dsm {
             drop(removed);
             region.release_data();
             let id = &region.id;
-            detach(region.session(), id.directory, id.name, id.incarnation);
+            detach(region.session(), id.directory, id.name, id.opening);
             self.stop_if_idle();
         }
     }
@@ -461,8 +469,13 @@ impl Dsm {
                 }
             }
             Op::Detach => {
-                if let Ok(directory) = self.directory(request.name, request.incarnation) {
-                    if directory.detach(from, |node| session.is_member(node)) {
+                let found = self.state.lock().directory(request.name).cloned();
+                if let Some(directory) = found {
+                    let opening = Opening {
+                        node: from,
+                        id: request.opening,
+                    };
+                    if directory.detach(opening, |node| session.is_member(node)) {
                         self.remove_directory(&session, &directory);
                     }
                 }
@@ -472,16 +485,11 @@ impl Dsm {
         answer.reply(&reply.encode())
     }
 
-    /// The directory of region `name`, `incarnation` ([`ANY_INCARNATION`]:
-    /// whichever there is).
+    /// The directory of region `name`, `incarnation`.
     fn directory(&self, name: u64, incarnation: u64) -> Result<Arc<Directory>> {
         let state = self.state.lock();
         match state.directory(name) {
-            Some(directory)
-                if incarnation == ANY_INCARNATION || directory.incarnation == incarnation =>
-            {
-                Ok(directory.clone())
-            }
+            Some(directory) if directory.incarnation == incarnation => Ok(directory.clone()),
             _ => Err(ENOENT),
         }
     }
@@ -493,6 +501,10 @@ impl Dsm {
         from: NodeId,
         request: &DirectoryRequest,
     ) -> Result<DirectoryAnswer> {
+        let opening = Opening {
+            node: from,
+            id: request.opening,
+        };
         let found = self.state.lock().directory(request.name).cloned();
         let directory = match found {
             Some(directory) => {
@@ -502,11 +514,11 @@ impl Dsm {
                 if request.index != 0 && request.index != directory.size {
                     return Err(EINVAL);
                 }
-                directory.attach(from)?;
+                directory.attach(opening)?;
                 directory
             }
             None if request.flags & OPEN_CREATE != 0 && from == session.node_id() => {
-                self.create_directory(session, from, request)?
+                self.create_directory(session, opening, request)?
             }
             None => return Err(ENOENT),
         };
@@ -522,7 +534,7 @@ impl Dsm {
     fn create_directory(
         &self,
         session: &Session,
-        creator: NodeId,
+        creator: Opening,
         request: &DirectoryRequest,
     ) -> Result<Arc<Directory>> {
         let size = request.index;
@@ -620,26 +632,26 @@ struct LateDetach {
     session: Session,
     directory: NodeId,
     name: u64,
-    incarnation: u64,
+    opening: u64,
 }
 
-/// Tells the directory on `directory` that this node does not have region
-/// `name` open, from a kernel thread, which no signal interrupts.
-fn detach_later(session: &Session, directory: NodeId, name: u64, incarnation: u64) {
+/// Tells the directory on `directory` that this node's `opening` of region
+/// `name` ended, from a kernel thread, which no signal interrupts.
+fn detach_later(session: &Session, directory: NodeId, name: u64, opening: u64) {
     let job = LateDetach {
         session: session.clone(),
         directory,
         name,
-        incarnation,
+        opening,
     };
     let send = |job: Arc<LateDetach>| {
-        detach(&job.session, job.directory, job.name, job.incarnation);
+        detach(&job.session, job.directory, job.name, job.opening);
     };
     let spawned = Arc::new(job, GFP_KERNEL)
         .map_err(Error::from)
         .and_then(|job| kthread::spawn(c_str!("lite_dsm_detach"), job, send));
     if spawned.is_err() {
-        detach(session, directory, name, incarnation);
+        detach(session, directory, name, opening);
     }
 }
 
@@ -667,18 +679,29 @@ fn call_directory(
     DirectoryAnswer::decode(answer.get(..len).ok_or(EINVAL)?)
 }
 
-/// Tells the directory on `node` that this node closed the region.
-fn detach(session: &Session, node: NodeId, name: u64, incarnation: u64) {
+/// Tells the directory on `node` that this node's `opening` of region
+/// `name` ended. Tried again while the call fails and the directory's node
+/// is a member, at most [`DETACH_TRIES`] times.
+fn detach(session: &Session, node: NodeId, name: u64, opening: u64) {
     let request = DirectoryRequest {
         op: Op::Detach as u8,
         name,
-        incarnation,
+        incarnation: 0,
+        opening,
         index: 0,
         password: 0,
         flags: 0,
     };
     let mut answer = [0u8; 0];
-    let _ = session.call(node, Service::DsmDirectory, &request.encode(), &mut answer);
+    for _ in 0..DETACH_TRIES {
+        match session.call(node, Service::DsmDirectory, &request.encode(), &mut answer) {
+            Ok(_) => return,
+            // No directory, or its node is gone: nothing counts the opening.
+            Err(e) if e == errno::ECONNREFUSED() || e == errno::EHOSTDOWN() => return,
+            Err(_) if !session.is_member(node) => return,
+            Err(_) => sleep_uninterruptible_ms(DETACH_RETRY_MS),
+        }
+    }
 }
 
 /// A service's handling of one message.

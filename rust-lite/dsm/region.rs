@@ -54,6 +54,8 @@ pub(super) struct RegionId {
     pub(super) name: u64,
     /// Which region of that name.
     pub(super) incarnation: u64,
+    /// This node's opening of it, which the directory counts.
+    pub(super) opening: u64,
 }
 
 /// A region open on this node.
@@ -217,6 +219,7 @@ impl LocalRegion {
             op: Op::Acquire as u8,
             name: self.id.name,
             incarnation: self.id.incarnation,
+            opening: self.id.opening,
             index: index as u64,
             password: 0,
             flags: if want == Access::Write {

@@ -15,7 +15,8 @@ pub(super) enum Op {
     Open = 1,
     /// Grant access to a page, writing with [`ACQUIRE_WRITE`].
     Acquire = 2,
-    /// The sender closed its last file of the region.
+    /// The sender's opening of the region ended: it closed its last file
+    /// of the region, or the open failed.
     Detach = 3,
 }
 
@@ -43,8 +44,12 @@ wire_layout! {
         pub(super) op: u8,
         /// The region's name.
         pub(super) name: u64,
-        /// Which region of that name (0 for `Open`).
+        /// `Acquire`: which region of that name.
         pub(super) incarnation: u64,
+        /// `Open`, `Detach`: which opening of the region by the sender this
+        /// is, drawn at random by the sender; the directory keeps the
+        /// region while it counts an opening.
+        pub(super) opening: u64,
         /// `Acquire`: the page; `Open`: the region's size in bytes.
         pub(super) index: u64,
         /// `Open`: the region's password.

@@ -231,6 +231,23 @@ pub(crate) fn apply(
     }
 }
 
+/// Maps the region of `size` bytes whose descriptor is `fd`, increments the
+/// first word of its first and last page, then unmaps it and closes `fd`
+/// (a region opened with size 0 is only closed).
+fn touch_region(fd: i64, size: u64) {
+    let Ok(region) = lite::dsm::Region::from_result(fd as libc::c_long, size) else {
+        return;
+    };
+    if let Ok(map) = region.map() {
+        let words = map.words();
+        for index in [0, words.len().saturating_sub(512)] {
+            if let Some(word) = words.get(index) {
+                word.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,22 +296,5 @@ mod tests {
         apply!(Effect::Reply { descriptor: 77 }, 0);
         assert!(pool.descriptors.is_empty());
         assert!(pool.stale_descriptors.contains(&77));
-    }
-}
-
-/// Maps the region of `size` bytes whose descriptor is `fd`, increments the
-/// first word of its first and last page, then unmaps it and closes `fd`
-/// (a region opened with size 0 is only closed).
-fn touch_region(fd: i64, size: u64) {
-    let Ok(region) = lite::dsm::Region::from_result(fd as libc::c_long, size) else {
-        return;
-    };
-    if let Ok(map) = region.map() {
-        let words = map.words();
-        for index in [0, words.len().saturating_sub(512)] {
-            if let Some(word) = words.get(index) {
-                word.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
     }
 }
