@@ -512,7 +512,8 @@ lite_bench() {
 }
 
 # The paper's applications, each over LITE, over TCP between the same
-# nodes, and alone on every node, in lite.approunds rounds; at the
+# nodes, and alone on every node (LITE-Graph also over LITE-DSM), in
+# lite.approunds rounds; at the
 # benchmark's sizes, or small with the argument "small" (cargo xtask apps). Node i is 10.77.0.i and TCP rank i - 1; every
 # TCP run takes a port of its own so none waits for the last one's
 # sockets. Every run prints one LITE-APP line on its gathering rank.
@@ -557,6 +558,10 @@ bench_apps() {
 			"$@" --transport tcp --hosts "$hosts" --rank "$rank" --port "$port" || rc=$?
 			port=$((port + 1))
 			"$@" --transport local || rc=$?
+			# LITE-Graph-DSM: the graph engine over LITE-DSM.
+			if [ "$1" = lite-graph ]; then
+				"$@" --transport dsm --cm "$cm" --nodes "$nodes" || rc=$?
+			fi
 		done
 		round=$((round + 1))
 	done

@@ -2,11 +2,12 @@
 //!
 //! ```text
 //! APP --transport lite --cm IP --nodes N [APP OPTIONS]
+//! APP --transport dsm --cm IP --nodes N [APP OPTIONS]
 //! APP --transport tcp --hosts IP1,IP2,.. --rank R [--port P] [APP OPTIONS]
 //! APP --transport local [APP OPTIONS]
 //! ```
 //!
-//! Over LITE, node `i` (its LITE node id) is rank `i - 1`, and nodes
+//! Over LITE (and LITE-DSM), node `i` (its LITE node id) is rank `i - 1`, and nodes
 //! `1..=N` take part. Over TCP, rank `r` listens on `hosts[r]:port`.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use std::io;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use crate::dsm_exchange::DsmExchange;
 use crate::exchange::{Exchange, LocalExchange};
 use crate::lite_exchange::LiteExchange;
 use crate::tcp_exchange::TcpMesh;
@@ -29,6 +31,8 @@ const JOIN_WAIT: Duration = Duration::from_secs(180);
 pub enum Transport {
     /// LITE: LMRs, RDMA atomics, barriers and RPC.
     Lite,
+    /// LITE-DSM: memory shared through page faults, and LITE barriers.
+    Dsm,
     /// TCP sockets between the same nodes.
     Tcp,
     /// One process on one node.
@@ -81,10 +85,13 @@ impl Options {
                 "transport" => {
                     options.transport = match value.as_str() {
                         "lite" => Transport::Lite,
+                        "dsm" => Transport::Dsm,
                         "tcp" => Transport::Tcp,
                         "local" => Transport::Local,
                         other => {
-                            return Err(format!("unknown transport {other:?} (lite, tcp or local)"))
+                            return Err(format!(
+                                "unknown transport {other:?} (lite, dsm, tcp or local)"
+                            ))
                         }
                     }
                 }
@@ -104,15 +111,15 @@ impl Options {
             }
         }
         match options.transport {
-            Transport::Lite if options.cm.is_empty() => {
-                return Err("--transport lite needs --cm".into())
+            Transport::Lite | Transport::Dsm if options.cm.is_empty() => {
+                return Err("--transport lite and dsm need --cm".into())
             }
             Transport::Tcp if options.rank >= options.hosts.len() => {
                 return Err("--transport tcp needs --hosts and a --rank below their number".into())
             }
             Transport::Tcp => options.nodes = options.hosts.len(),
             Transport::Local => options.nodes = 1,
-            Transport::Lite => {}
+            Transport::Lite | Transport::Dsm => {}
         }
         if options.nodes == 0 || options.nodes > lite::sys::MAX_NODES as usize {
             return Err(format!(
@@ -145,6 +152,10 @@ impl Options {
             Transport::Lite => {
                 let rank = join_lite(&self.cm, self.nodes)?;
                 Box::new(LiteExchange::new(rank, self.nodes, tag)?)
+            }
+            Transport::Dsm => {
+                let rank = join_lite(&self.cm, self.nodes)?;
+                Box::new(DsmExchange::new(rank, self.nodes, tag)?)
             }
         })
     }
@@ -216,6 +227,9 @@ mod tests {
         );
         assert_eq!(lite.number("size", 0), Ok(4 << 20));
         assert_eq!(lite.number("missing", 7), Ok(7));
+        let dsm =
+            Options::parse(args("--transport dsm --cm 10.0.0.1 --nodes 2"), &[]).expect("parses");
+        assert_eq!((dsm.transport, dsm.nodes), (Transport::Dsm, 2));
         let tcp =
             Options::parse(args("--transport tcp --hosts a,b --rank 1"), &[]).expect("parses");
         assert_eq!((tcp.nodes, tcp.rank, tcp.port), (2, 1, DEFAULT_TCP_PORT));
@@ -227,6 +241,7 @@ mod tests {
     fn bad_command_lines_are_refused() {
         for bad in [
             "--transport lite",
+            "--transport dsm --nodes 2",
             "--transport tcp --hosts a --rank 1",
             "--transport carrier-pigeon",
             "--size 1",

@@ -23,6 +23,7 @@ mod engine;
 mod programs;
 mod reference;
 mod rmat;
+mod shared;
 
 use std::io;
 use std::time::Instant;
@@ -33,6 +34,7 @@ pub use programs::{Components, PageRank, DAMPING};
 #[cfg(test)]
 use rmat::EdgeList;
 pub use rmat::{EdgeSource, Rmat, MAX_DRAWS};
+pub use shared::SharedGraph;
 
 use crate::exchange::Exchange;
 use crate::report::AppReport;
@@ -85,7 +87,25 @@ pub fn run(
     algorithm: Algorithm,
     iterations: u32,
 ) -> io::Result<AppReport> {
-    let vertices = graph.vertices();
+    run_checked_against(exchange, graph, graph, algorithm, iterations)
+}
+
+/// [`run`] on `input`, a copy of `reference` the ranks read some other
+/// way (LITE-Graph-DSM's [`SharedGraph`]), checked against the reference
+/// computed from `reference` itself.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_checked_against(
+    exchange: &mut dyn Exchange,
+    input: &impl EdgeSource,
+    reference: &impl EdgeSource,
+    algorithm: Algorithm,
+    iterations: u32,
+) -> io::Result<AppReport> {
+    let graph = Input { input, reference };
+    let vertices = reference.vertices();
     match algorithm {
         Algorithm::PageRank => run_checked(
             algorithm.name(),
@@ -112,15 +132,27 @@ pub fn run(
     }
 }
 
-fn run_checked<P: VertexProgram>(
+/// The graph the ranks compute on, and the one the result is checked
+/// against.
+struct Input<'a, I, R> {
+    input: &'a I,
+    reference: &'a R,
+}
+
+fn run_checked<P: VertexProgram, I: EdgeSource, R: EdgeSource>(
     app: &'static str,
     exchange: &mut dyn Exchange,
-    graph: &impl EdgeSource,
+    graph: Input<'_, I, R>,
     program: &P,
     max_supersteps: u32,
     matches_reference: impl FnOnce(&[P::Value], &[(u32, u32)]) -> bool,
 ) -> io::Result<AppReport> {
-    let local = LocalGraph::build(graph, exchange.rank(), exchange.nodes(), P::UNDIRECTED)?;
+    let local = LocalGraph::build(
+        graph.input,
+        exchange.rank(),
+        exchange.nodes(),
+        P::UNDIRECTED,
+    )?;
     exchange.barrier()?;
     let start = Instant::now();
     let outcome = execute(exchange, &local, program, max_supersteps)?;
@@ -129,7 +161,7 @@ fn run_checked<P: VertexProgram>(
     let all_values = gather_values(exchange, &local.partition, &outcome.values)?;
     let failed = match all_values {
         Some(values) => {
-            let edges: Vec<(u32, u32)> = graph.edges().collect();
+            let edges: Vec<(u32, u32)> = graph.reference.edges().collect();
             !matches_reference(&values, &edges)
         }
         None => false,
@@ -237,7 +269,11 @@ mod tests {
     fn a_wrong_result_is_reported_on_every_rank() {
         let graph = Rmat::new(8, 4, 9).expect("valid");
         let reports = ThreadMesh::run(3, |mesh| {
-            run_checked("components", mesh, &graph, &Components, u32::MAX, |_, _| {
+            let input = Input {
+                input: &graph,
+                reference: &graph,
+            };
+            run_checked("components", mesh, input, &Components, u32::MAX, |_, _| {
                 false
             })
             .expect("runs")

@@ -239,7 +239,7 @@ fn check_entry(entry: &Entry, round: u64) -> io::Result<()> {
 
 /// The password of every LMR of the application tagged `tag`: the same on
 /// every rank, different per tag (a SplitMix64 step, to spread the bits).
-fn password_for(tag: u32) -> u64 {
+pub(crate) fn password_for(tag: u32) -> u64 {
     let mut x = u64::from(tag) ^ 0x4c49_5445_2d58_4348;
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -248,7 +248,7 @@ fn password_for(tag: u32) -> u64 {
 }
 
 /// `EINVAL` unless `rank` is one of `nodes` ranks LITE can hold.
-fn check_ranks(rank: usize, nodes: usize) -> io::Result<()> {
+pub(crate) fn check_ranks(rank: usize, nodes: usize) -> io::Result<()> {
     if nodes == 0 || rank >= nodes || nodes > MAX_NODES as usize {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }

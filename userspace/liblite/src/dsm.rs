@@ -128,6 +128,46 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts(self.addr.as_ptr().cast(), self.len / 8) }
     }
 
+    /// Copies `data` to the mapping at byte `offset`. Writers of the same
+    /// bytes on other threads or nodes must be ordered with this one by a
+    /// lock or barrier, or the bytes are a mix of both.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the bytes do not lie within the mapping.
+    pub fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
+        self.check(offset, data.len())?;
+        // SAFETY: `check` put the range within the mapping, which stays
+        // mapped while `self` lives; `data` is ordinary memory of this
+        // process, so the two cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.as_ptr().add(offset), data.len())
+        };
+        Ok(())
+    }
+
+    /// Copies bytes of the mapping from byte `offset` into `out`, with the
+    /// same ordering rule as [`Mapping::write`].
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the bytes do not lie within the mapping.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
+        self.check(offset, out.len())?;
+        // SAFETY: as in `write`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.as_ptr().add(offset), out.as_mut_ptr(), out.len())
+        };
+        Ok(())
+    }
+
+    fn check(&self, offset: usize, len: usize) -> io::Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        }
+    }
+
     /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.len

@@ -818,8 +818,9 @@ pub(crate) mod tests {
                 let corrupt_skips = usize::from(me <= 2);
                 // A single node has nobody to limit on it.
                 let serving_skips = usize::from(nodes == 1);
-                // The applications: 5 runs, each over LITE, TCP and alone.
-                let app_skips = 15;
+                // The applications: 5 runs, each over LITE, TCP and alone,
+                // and the 2 graph runs over LITE-DSM.
+                let app_skips = 17;
                 let processes = 17 + app_skips;
                 let kernel_api = if nodes > 1 {
                     "needs the real kernel's KUnit"

@@ -30,8 +30,8 @@ pub const APPS_ROLE: &str = "bench-apps";
 /// The applications' jobs in report order.
 const JOBS: [&str; 5] = ["log", "wordcount", "invindex", "pagerank", "components"];
 
-/// Versions in report order.
-const TRANSPORTS: [&str; 3] = ["local", "tcp", "lite"];
+/// Versions in report order (`dsm`: LITE-Graph-DSM, the graph jobs only).
+const TRANSPORTS: [&str; 4] = ["local", "tcp", "lite", "dsm"];
 
 /// One `LITE-APP` line: a run of job `app` (`log`, `wordcount`, ...) over
 /// `transport` (`lite`, `tcp` or `local`) by `nodes` ranks in the phase of
@@ -87,7 +87,7 @@ pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
 pub fn table(runs: &[AppRun]) -> Vec<String> {
     let table = Table::new(
         "<11 job|>5 nodes|>22 local s (min-max)|>22 tcp s (min-max)|>22 lite s (min-max)|\
-         >9 lite/tcp|>9 lite/1|>18 lite per s",
+         >9 lite/tcp|>9 lite/1|>18 lite per s|>22 dsm s (min-max)|>9 dsm/lite",
     );
     let mut lines = vec![table.header()];
     // LITE's throughput at its median time, in the job's unit.
@@ -119,7 +119,7 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
     };
     for job in JOBS {
         for &nodes in &sizes {
-            let [local, tcp, lite] = TRANSPORTS.map(|transport| cell(job, transport, nodes));
+            let [local, tcp, lite, dsm] = TRANSPORTS.map(|transport| cell(job, transport, nodes));
             if tcp.is_none() && lite.is_none() {
                 continue;
             }
@@ -132,6 +132,8 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
                 &speedup(tcp, lite),
                 &speedup(local, lite),
                 &throughput(job, nodes, lite),
+                &show(dsm),
+                &speedup(dsm, lite),
             ]));
         }
     }
@@ -148,6 +150,11 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
     }
     lines.push(
         "lite/tcp and lite/1: how many times faster LITE's median is than TCP's and than one node's"
+            .to_string(),
+    );
+    lines.push(
+        "dsm: LITE-Graph-DSM, the graph engine sharing its graph and values through LITE-DSM; \
+         dsm/lite: how many times LITE's median its median is"
             .to_string(),
     );
     lines
@@ -205,13 +212,14 @@ LITE-APP app=wordcount transport=local nodes=1 work=100 unit=bytes seconds=4.0 p
 LITE-APP app=pagerank transport=lite nodes=2 work=9 unit=edges seconds=nan per_s=0 checked=yes
 LITE-APP app=pagerank transport=tcp nodes=2 work=9 unit=edges seconds=1.0 per_s=9 checked=no
 LITE-APP app=broken
+LITE-APP app=wordcount transport=dsm nodes=2 work=100 unit=bytes seconds=1.5 per_s=66.67 checked=yes
 ";
 
     #[test]
     fn the_table_compares_medians_and_names_failed_checks() {
         // Every well-formed line.
         let mut runs = parse_app_runs(LOG, 2);
-        assert_eq!(runs.len(), 5);
+        assert_eq!(runs.len(), 6);
         assert_eq!((runs[0].app.as_str(), runs[0].seconds), ("wordcount", 0.5));
         assert!(!runs[4].checked);
         // A 4-VM phase's local run is not the 2-VM phase's baseline.
@@ -224,7 +232,12 @@ LITE-APP app=broken
         let row = row.expect("a wordcount row");
         assert!(row.contains("3.000 (2.000-4.000)"), "{row}");
         assert!(row.contains("2.00x") && row.contains("6.00x"), "{row}");
-        assert!(row.ends_with("200 bytes"), "{row}");
+        assert!(row.contains("200 bytes"), "{row}");
+        // LITE-Graph-DSM's column, and its ratio to LITE.
+        assert!(
+            row.contains("1.500 (1.500-1.500)") && row.ends_with("3.00x"),
+            "{row}"
+        );
         let differed = "1 tcp run(s) differed from the reference";
         assert!(table.iter().any(|l| l == differed));
     }

@@ -3,15 +3,19 @@
 //! reference.
 //!
 //! ```text
-//! lite-graph [--transport lite|tcp|local ...] [--algo pagerank|components]
+//! lite-graph [--transport lite|dsm|tcp|local ...] [--algo pagerank|components]
 //!            [--scale 14] [--edge-factor 8] [--iterations 10] [--seed 1]
 //! ```
+//!
+//! Over `dsm` it is LITE-Graph-DSM: rank 0 stores the graph in a LITE-DSM
+//! region every rank reads, and the supersteps' values travel through
+//! another; rank 0 checks the result against the graph it drew itself.
 //!
 //! Rank 0 prints one `LITE-APP` line; every rank exits 1 if the result did
 //! not match the reference.
 
-use lite_apps::cli::{fail, Options};
-use lite_apps::graph::{self, Algorithm, Rmat, EXCHANGE_TAG, MAX_DRAWS};
+use lite_apps::cli::{fail, Options, Transport};
+use lite_apps::graph::{self, Algorithm, Rmat, SharedGraph, EXCHANGE_TAG, MAX_DRAWS};
 
 const PROGRAM: &str = "lite-graph";
 
@@ -55,8 +59,14 @@ fn main() {
     let mut exchange = options
         .connect(EXCHANGE_TAG)
         .unwrap_or_else(|e| fail(PROGRAM, &format!("connecting: {e}"), false));
-    let report = graph::run(exchange.as_mut(), &rmat, algorithm, iterations)
-        .unwrap_or_else(|e| fail(PROGRAM, &format!("{}: {e}", algorithm.name()), false));
+    let report = if options.transport == Transport::Dsm {
+        SharedGraph::share(&rmat, exchange.as_mut(), EXCHANGE_TAG).and_then(|shared| {
+            graph::run_checked_against(exchange.as_mut(), &shared, &rmat, algorithm, iterations)
+        })
+    } else {
+        graph::run(exchange.as_mut(), &rmat, algorithm, iterations)
+    }
+    .unwrap_or_else(|e| fail(PROGRAM, &format!("{}: {e}", algorithm.name()), false));
     if exchange.rank() == 0 {
         println!("{report}");
     }

@@ -94,6 +94,9 @@ pub struct Settings {
 impl Settings {
     /// Reads the options in [`OPTIONS`].
     pub fn from_options(options: &Options) -> Result<Settings, String> {
+        if options.transport == Transport::Dsm {
+            return Err("LITE-Log runs over lite, tcp or local".into());
+        }
         let records = options.number("records", 200)?;
         if records > MAX_RECORDS {
             return Err(format!("--records must be at most {MAX_RECORDS}"));
@@ -378,7 +381,7 @@ fn open_store(
     Ok(match options.transport {
         Transport::Lite => Arc::new(LiteStore::open(CREATOR_NODE, TAG, password)?),
         Transport::Tcp => Arc::new(TcpStore::connect(rank0_log_server(options, settings)?)?),
-        Transport::Local => return Err(errno(libc::EINVAL)),
+        Transport::Local | Transport::Dsm => return Err(errno(libc::EINVAL)),
     })
 }
 

@@ -2,7 +2,7 @@
 //! a small size: LITE-Log with concurrent appenders on every node and a
 //! writer killed mid-append, LITE-MapReduce's two jobs and LITE-Graph's
 //! two algorithms, each over LITE, over TCP (their baselines) and alone on
-//! the node. Every run checks its result against a single-process
+//! the node, and LITE-Graph's also over LITE-DSM (LITE-Graph-DSM). Every run checks its result against a single-process
 //! reference and exits with 1 if it differs; the rank that gathers the
 //! result prints it as a `LITE-APP ... checked=yes` line.
 
@@ -23,11 +23,23 @@ const PROGRAM_DIR: &str = "/bin";
 const FIRST_TCP_PORT: u16 = 18710;
 
 /// One application run: program, what it does, its own options
-/// (separated by spaces).
+/// (separated by spaces), and whether it also runs over LITE-DSM.
 struct AppRun {
     program: &'static str,
     what: &'static str,
     args: &'static str,
+    over_dsm: bool,
+}
+
+impl AppRun {
+    /// The versions it runs as, in order, as TAP names them.
+    fn transports(&self) -> &'static [&'static str] {
+        if self.over_dsm {
+            &["LITE", "TCP", "alone", "DSM"]
+        } else {
+            &["LITE", "TCP", "alone"]
+        }
+    }
 }
 
 /// Every run, each over LITE, TCP and alone; small enough for TCG guests.
@@ -36,26 +48,31 @@ const RUNS: [AppRun; 5] = [
         program: "lite-log",
         what: "LITE-Log, concurrent appends from every node and a writer killed mid-append",
         args: "--records 150 --threads 2 --kill-test 1",
+        over_dsm: false,
     },
     AppRun {
         program: "lite-mapreduce",
         what: "LITE-MapReduce word count",
         args: "--job wordcount --size 1M --threads 2",
+        over_dsm: false,
     },
     AppRun {
         program: "lite-mapreduce",
         what: "LITE-MapReduce inverted index",
         args: "--job invindex --size 512K --threads 2",
+        over_dsm: false,
     },
     AppRun {
         program: "lite-graph",
         what: "LITE-Graph PageRank",
         args: "--algo pagerank --scale 12 --edge-factor 8",
+        over_dsm: true,
     },
     AppRun {
         program: "lite-graph",
         what: "LITE-Graph connected components",
         args: "--algo components --scale 12 --edge-factor 8",
+        over_dsm: true,
     },
 ];
 
@@ -113,7 +130,7 @@ pub(super) fn run<K: Kernel, W: Write>(
 ) -> InStep {
     if !kernel.spawns_processes() {
         for app in &RUNS {
-            for transport in ["LITE", "TCP", "alone"] {
+            for transport in app.transports() {
                 tap.skip(
                     &format!("node {me}: {} ({transport})", app.what),
                     WHY_SKIPPED,
@@ -146,6 +163,10 @@ pub(super) fn run<K: Kernel, W: Write>(
         });
         tap.check(&point("TCP"), tcp);
         tap.check(&point("alone"), run("--transport local".into()));
+        if app.over_dsm {
+            let dsm = run(format!("--transport dsm --cm {cm} --nodes {nodes}"));
+            tap.check(&point("DSM"), dsm);
+        }
     }
     Ok(())
 }
