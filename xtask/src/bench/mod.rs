@@ -86,9 +86,11 @@ pub const FAILURE_NODES: usize = failure::NODES;
 
 /// The applications' source files (under `userspace/apps/src/`) holding
 /// their LITE code, whose lines the report counts.
-const APP_LITE_FILES: [(&str, &str); 3] = [
+const APP_LITE_FILES: [(&str, &str); 5] = [
     ("LITE-Log", "log/lite.rs"),
     ("MapReduce, Graph", "lite_exchange.rs"),
+    ("Graph-DSM", "dsm_exchange.rs"),
+    ("Graph-DSM", "graph/shared.rs"),
     ("every application", "lite_barrier.rs"),
 ];
 
