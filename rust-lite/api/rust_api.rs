@@ -31,8 +31,13 @@ use crate::{
         },
         node::node,
         qos::priority::Priority,
+        quota::{
+            amounts::{Amounts, Resource},
+            Charge, Payer,
+        },
         rpc::{payload::ToKernel, Target},
     },
+    sys::cred::current_uid,
 };
 
 /// The in-kernel services that have a port of their own on every node.
@@ -68,6 +73,12 @@ pub(crate) struct Place {
     pub(crate) priority: u32,
     /// The LMR's password.
     pub(crate) password: u64,
+}
+
+/// What the user of a task holds of its quotas for something made on its
+/// behalf; given back when dropped.
+pub(crate) struct QuotaCharge {
+    _held: Charge,
 }
 
 /// The cluster this node has joined, as a kernel user of LITE holds it.
@@ -116,6 +127,25 @@ impl Session {
             Password::from_raw(password),
         )?;
         Ok(handle.raw())
+    }
+
+    /// Charges the calling task's user as `lite_alloc_remote` and
+    /// `lite_add_ask_mr_table` would for an LMR of `size` bytes published
+    /// under a name; the kernel API itself charges nobody.
+    ///
+    /// # Errors
+    ///
+    /// `EDQUOT` beyond the user's quota (nothing is charged), `ENOMEM`.
+    pub(crate) fn charge_caller_for_lmr(&self, size: u64) -> Result<QuotaCharge> {
+        let amounts = Amounts::of(Resource::RemoteMemory, size)
+            .with(Resource::Lmrs, 1)
+            .with(Resource::Names, 1);
+        let charge = self
+            .0
+            .core
+            .quotas
+            .charge(Payer::User(current_uid()), amounts)?;
+        Ok(QuotaCharge { _held: charge })
     }
 
     /// Frees LMR `handle` (`liteapi_free`).

@@ -84,10 +84,15 @@ pub(crate) extern "C" fn lite_rs_leave(flags: u32) -> c_long {
     })
 }
 
-/// Leaves the cluster (`lite_leave` and `liteapi_leave`).
+/// Leaves the cluster (`lite_leave` and `liteapi_leave`), LITE-DSM's
+/// changed pages written back first (a leave that then fails leaves the
+/// node's regions unusable on it, as after a leave).
 pub(super) fn leave(flags: u32) -> Result {
     if flags & !LEAVE_FORCE != 0 {
         return Err(EINVAL);
+    }
+    if let Ok(dsm) = crate::dsm::Dsm::get() {
+        dsm.before_leave();
     }
     node()?.leave(flags & LEAVE_FORCE != 0)
 }

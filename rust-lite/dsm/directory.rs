@@ -14,7 +14,7 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::wire::Invalidation;
 use crate::{
-    api::rust_api::{NodeId, Service, Session},
+    api::rust_api::{NodeId, QuotaCharge, Service, Session},
     errno,
 };
 
@@ -45,6 +45,16 @@ struct DirectoryState {
     pages: KVVec<PageEntry>,
     /// The openings of the region; a slot is free once its opening ended.
     openings: KVec<Option<Opening>>,
+    /// What the creator's user holds of its quotas for the region, until
+    /// the region is removed.
+    charge: Option<QuotaCharge>,
+}
+
+impl DirectoryState {
+    /// Whether `node` has the region open.
+    fn opened_by(&self, node: NodeId) -> bool {
+        self.openings.iter().flatten().any(|held| held.node == node)
+    }
 }
 
 /// The directory of one region.
@@ -74,15 +84,17 @@ pub(super) struct Data {
 
 impl Directory {
     /// The directory of a new region `name` of `pages` pages of `size`
-    /// bytes, whose data is `data`, opened by `creator`.
+    /// bytes, whose data is `data`, opened by `creator`, whose user pays
+    /// `charge`.
     pub(super) fn new(
         name: u64,
         size: u64,
         pages: usize,
         password: u64,
         data: Data,
-        creator: Opening,
+        creator: (Opening, Option<QuotaCharge>),
     ) -> Result<Arc<Self>> {
+        let (creator, charge) = creator;
         let mut entries = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
             let entry = PageEntry {
@@ -98,6 +110,7 @@ impl Directory {
         let state = DirectoryState {
             pages: entries,
             openings,
+            charge,
         };
         let Data {
             handle,
@@ -125,7 +138,9 @@ impl Directory {
 
     /// Ends `opening`, if the directory counts it, and the openings of
     /// nodes that are no members any more; returns whether no opening is
-    /// left.
+    /// left. A node whose last opening ended wrote its pages back first,
+    /// so it holds no copies any more; the copies of nodes that are gone
+    /// stay recorded, for [`Directory::acquire`] to take for lost.
     pub(super) fn detach(&self, opening: Opening, is_member: impl Fn(NodeId) -> bool) -> bool {
         let mut state = self.state.lock();
         for slot in state.openings.iter_mut() {
@@ -133,7 +148,22 @@ impl Directory {
                 *slot = None;
             }
         }
+        if !state.opened_by(opening.node) {
+            let bit = opening.node.bit().unwrap_or(0);
+            for entry in state.pages.iter_mut() {
+                if entry.writer == Some(opening.node) {
+                    entry.writer = None;
+                }
+                entry.readers &= !bit;
+            }
+        }
         state.openings.iter().all(Option::is_none)
+    }
+
+    /// Gives the creator's quota back: the region is being removed.
+    pub(super) fn give_back_charge(&self) {
+        let charge = self.state.lock().charge.take();
+        drop(charge);
     }
 
     /// Grants `node` reading, or writing if `write`, of page `index`, once
@@ -141,9 +171,10 @@ impl Directory {
     ///
     /// # Errors
     ///
-    /// `EINVAL` no such page; `EHOSTDOWN` the page's only current copy was
-    /// lost with its node; the error that kept a holder from giving up its
-    /// copy (the request may be made again).
+    /// `EINVAL` no such page; `ENOENT` `node` does not have the region
+    /// open (it closed it, or is leaving); `EHOSTDOWN` the page's only
+    /// current copy was lost with its node; the error that kept a holder
+    /// from giving up its copy (the request may be made again).
     pub(super) fn acquire(
         &self,
         session: &Session,
@@ -153,6 +184,9 @@ impl Directory {
     ) -> Result<u64> {
         let requester = node.bit().ok_or(EINVAL)?;
         let mut state = self.state.lock();
+        if !state.opened_by(node) {
+            return Err(ENOENT);
+        }
         let entry = state.pages.get_mut(index).ok_or(EINVAL)?;
         if entry.lost {
             return Err(errno::EHOSTDOWN());

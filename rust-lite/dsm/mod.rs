@@ -56,7 +56,9 @@ use kernel::{
 };
 
 use crate::{
-    api::rust_api::{Answer, Handler, NodeId, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE},
+    api::rust_api::{
+        Answer, Handler, NodeId, QuotaCharge, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE,
+    },
     errno,
     sys::{
         kthread, sched::sleep_uninterruptible_ms, secret::random_bytes, set_once::SetOnce,
@@ -104,6 +106,11 @@ struct State {
     regions: KVec<Option<OpenRegion>>,
     /// Directories of regions created here.
     directories: KVec<Option<Arc<Directory>>>,
+    /// The quota charge of the region an open of this node may create
+    /// (by its name), or why the caller could not be charged, which the
+    /// directory takes if it creates the region; set and cleared under
+    /// `opening`.
+    creation_charge: Option<(u64, Result<QuotaCharge>)>,
 }
 
 impl State {
@@ -178,6 +185,7 @@ impl Dsm {
                         serving: false,
                         regions: KVec::new(),
                         directories: KVec::new(),
+                        creation_charge: None,
                     },
                     "lite_dsm:state"
                 ),
@@ -202,7 +210,9 @@ impl Dsm {
     /// `LITE_MAX_LMR_SIZE` on creation, creation on another node, or a size
     /// other than the region's; `ENOENT` no such region; `EACCES` a wrong
     /// password; `EEXIST` an LMR of this node is published under the name;
-    /// the errors of allocating the region's memory or reaching its node.
+    /// `EDQUOT` creating beyond the caller's user's quotas, which charge a
+    /// region as an LMR of its size published under one name; the errors
+    /// of allocating the region's memory or reaching its node.
     pub(crate) fn open(
         &self,
         node: NodeId,
@@ -223,10 +233,18 @@ impl Dsm {
             return Err(EINVAL);
         }
         let size = round_to_pages(size)?;
+        // Charged before anything is created, and kept only if the region
+        // is; a caller beyond its quota may still open an existing region.
+        let charge = create.then(|| session.charge_caller_for_lmr(size));
         let region = {
             let _opening = self.opening.lock();
-            self.serve(&session)
-                .and_then(|()| self.find_or_attach(&session, node, name, size, create, password))
+            self.state.lock().creation_charge = charge.map(|charge| (name, charge));
+            let region = self
+                .serve(&session)
+                .and_then(|()| self.find_or_attach(&session, node, name, size, create, password));
+            let unused = self.state.lock().creation_charge.take();
+            drop(unused);
+            region
         };
         let region = match region {
             Ok(region) => region,
@@ -425,6 +443,34 @@ impl Dsm {
         }
     }
 
+    /// Before this node leaves the cluster: writes back the pages every
+    /// region open here changed and ends the node's openings, so the
+    /// cluster keeps every write (LITE then moves the data's chunks held
+    /// here, as for any LMR) and the directories count the node out. Files
+    /// stay open; their accesses fail once the directory no longer counts
+    /// the node. A region whose pages could not all be written back stays
+    /// counted, so that its directory takes those pages for lost, not
+    /// current, when the node is gone.
+    pub(crate) fn before_leave(&self) {
+        let _opening = self.opening.lock();
+        let regions = {
+            let state = self.state.lock();
+            let mut regions = KVec::new();
+            for open in state.regions.iter().flatten() {
+                if regions.push(open.region.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            regions
+        };
+        for region in regions.iter() {
+            if region.write_back_all().is_ok() {
+                let id = &region.id;
+                detach(region.session(), id.directory, id.name, id.opening);
+            }
+        }
+    }
+
     /// Writes back the pages of `region`, which no file has open, and
     /// closes it unless a file opened it again meanwhile.
     fn close(&self, region: Arc<LocalRegion>) {
@@ -539,6 +585,18 @@ impl Dsm {
     ) -> Result<Arc<Directory>> {
         let size = request.index;
         let pages = usize::try_from(size / PAGE_SIZE as u64).map_err(|_| EINVAL)?;
+        let charge = {
+            let mut state = self.state.lock();
+            match state.creation_charge.take() {
+                Some((name, charge)) if name == request.name => Some(charge),
+                other => {
+                    state.creation_charge = other;
+                    None
+                }
+            }
+        };
+        // The creator's user is beyond its quota: nothing is created.
+        let charge = charge.transpose()?;
         let data_password = u64::from_ne_bytes(random_bytes());
         let handle = session.alloc_spread(size, data_password)?;
         let data = Data {
@@ -550,6 +608,7 @@ impl Dsm {
         let created = session
             .publish(request.name, handle, PERMISSION_READ_WRITE, data_password)
             .and_then(|()| {
+                let creator = (creator, charge);
                 Directory::new(request.name, size, pages, request.password, data, creator)
             })
             .and_then(|directory| {
@@ -571,6 +630,9 @@ impl Dsm {
         };
         drop(removed);
         let _ = session.free(directory.data);
+        // Before the `Detach` that removed it is answered, so the quota is
+        // back once the last close returns.
+        directory.give_back_charge();
         if idle {
             // This thread is one of those to stop: another one stops them.
             let _ = Arc::new((), GFP_KERNEL)

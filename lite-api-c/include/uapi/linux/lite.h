@@ -574,8 +574,10 @@ struct lite_lock {
  *   -ENOTCONN before a join; -EINVAL unknown flags, a bad size, a node id
  *   of 0 or 64 or more, or creation on another node; -ENOENT no such
  *   region; -EACCES a wrong password; -EEXIST an LMR of the node is
- *   published under the name; -EDQUOT the region's memory is beyond a
- *   quota of the node's; -EHOSTDOWN the node is gone.
+ *   published under the name; -EDQUOT creating it would exceed the
+ *   caller's remote_memory, lmrs or names quota (a region counts as an LMR
+ *   of its size published under a name), or its memory is beyond a serving
+ *   node's limit; -EHOSTDOWN the node is gone.
  *
  * Each page has one writer or any number of readers: a read fault fetches
  * the page from its home with an RDMA read, a write fault first makes every
@@ -584,7 +586,9 @@ struct lite_lock {
  * lite_unlock() or lite_dist_barrier() see each other's writes: no call is
  * needed to acquire or release. A region's memory is an LMR of its node,
  * spread over the cluster and published under its name; it is freed once
- * no node has the region open. An access to a page lost with its home, its
+ * no node has the region open. lite_leave() first writes back the pages
+ * the node changed; its descriptors of regions stay open, but accesses
+ * through them raise SIGBUS. An access to a page lost with its home, its
  * writer or the region's node raises SIGBUS.
  */
 #define LITE_DSM_CREATE		0x1u

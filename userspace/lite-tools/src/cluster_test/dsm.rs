@@ -4,7 +4,9 @@
 //! writers of one page in turn, many readers then a writer, and false
 //! sharing of one page by every node at once. Then misuse of
 //! `lite_dsm_open` and `mmap`, and the region's end once every node closed
-//! it.
+//! it. Node 1 also checks that creating the region charges its user's
+//! quotas as an LMR of its size published under a name would, and that
+//! the region's end gives them back.
 //!
 //! Every node enters every barrier of a case whatever it saw, so that a
 //! wrong value fails the case without putting the nodes out of step.
@@ -16,9 +18,11 @@ use libc::{c_long, EACCES, EINVAL, ENOENT};
 use lite::dsm::{Mapping, Region};
 use lite::sys::{LiteLock, DSM_CREATE, MAX_LMR_SIZE};
 
-use super::io::{barrier, enter_barrier, out_of_step, status, InStep, BARRIER_LIMIT};
+use super::io::{barrier, enter_barrier, out_of_step, status, unless, InStep, BARRIER_LIMIT};
+use super::quotas::read_quotas;
 use super::sync::{ask_lock, create_lock};
 use super::Node;
+use crate::debugfs::quotas::{Resource, Usage};
 use crate::errno::expect_errno;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
@@ -62,16 +66,29 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     );
     barrier(kernel, tap, nodes, "looking for the DSM region")?;
     let region_password = REGION_PASSWORD;
+    // What node 1's user (this process's) holds before the region exists.
+    let held_before = (me == 1).then(|| root_usage(kernel));
     let created = (me == 1).then(|| {
         let ret = kernel.dsm_open(1, REGION_NAME, size, DSM_CREATE, region_password);
         let region = open_and_map(ret, size)?;
+        if let Some(Ok(before)) = &held_before {
+            let charge = Usage::default()
+                .with(Resource::RemoteMemory, size)
+                .with(Resource::Lmrs, 1)
+                .with(Resource::Names, 1);
+            let now = root_usage(kernel)?;
+            unless(now == before.plus(&charge), || {
+                format!("creating charged {}, not {charge}", now.minus(before))
+            })?;
+        }
         let lock = create_lock(kernel, 1)?;
         region.1.words()[word(LOCK_PAGE, 0)].store(u64::from(lock.number), Ordering::SeqCst);
         Ok((region, lock))
     });
     if let Some(created) = &created {
         tap.check(
-            "node 1: creates and maps the DSM region and its lock",
+            "node 1: creates and maps the DSM region and its lock; the region charges its \
+             user's quotas as an LMR of its size published under a name",
             status(created),
         );
     }
@@ -123,6 +140,20 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let gone = kernel.dsm_open(1, REGION_NAME, size, 0, region_password);
     let description = format!("node {me}: the DSM region is gone once every node closed it");
     tap.check(&description, expect_errno(gone.unwrap_or(0), ENOENT));
+    if let Some(before) = held_before {
+        // The case's lock, which node 1 keeps, is the only difference.
+        let given_back = before.and_then(|before| {
+            let now = root_usage(kernel)?;
+            let locks = now.get(Resource::Locks);
+            unless(now == before.with(Resource::Locks, locks), || {
+                format!("its user holds {now}, not {before} and the lock")
+            })
+        });
+        tap.check(
+            "node 1: the region's end gives its quota charge back",
+            given_back,
+        );
+    }
     barrier(kernel, tap, nodes, "the end of the DSM region")
 }
 
@@ -133,6 +164,13 @@ type Case<K> = fn(&K, Node, &Mapping, LiteLock) -> CaseResult;
 
 /// The region's password.
 const REGION_PASSWORD: u64 = 0x4453_4d70_6173_7377;
+
+/// What this process's user holds of its quotas on this node.
+fn root_usage<K: Kernel>(kernel: &K) -> Result<Usage, String> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    Ok(read_quotas(kernel)?.usage_of(uid))
+}
 
 /// The index of word `index` of page `page`.
 fn word(page: usize, index: usize) -> usize {

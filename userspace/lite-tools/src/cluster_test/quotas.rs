@@ -133,7 +133,7 @@ fn one(resource: Resource) -> Usage {
 }
 
 /// Reads and parses this node's quotas file.
-fn read_quotas<K: Kernel>(kernel: &K) -> Result<QuotasFile, String> {
+pub(super) fn read_quotas<K: Kernel>(kernel: &K) -> Result<QuotasFile, String> {
     read_debugfs_as(kernel, QUOTAS_FILE, parse_quotas)
 }
 

@@ -7,6 +7,16 @@
 //! hang or show stale bytes, while the survivors' page still reads what A
 //! wrote and a page nobody held yet can be written and read back.
 //!
+//! In the leave/rejoin cycles, the lowest observer keeps a second region
+//! ([`LEAVE_NAME`]) open throughout; before each leave that is a
+//! `lite_leave`, the leaver opens it, writes its first page and keeps the
+//! page while it leaves; once it joined again, it counts the leave on the
+//! second page. After the cycles, if a leave was counted, the observer's
+//! read of the first page must show a value the leaver wrote: a graceful
+//! leave writes its changed pages back before the node goes (without
+//! that, the page's only current copy leaves with the node and the read
+//! shows the old bytes).
+//!
 //! Where memory cannot be mapped (the in-memory model), T8 does not run.
 
 use std::io::Write;
@@ -21,6 +31,8 @@ use crate::tap::Tap;
 
 /// The region: its name, password and size in pages.
 const NAME: u64 = 0x4453_4d2d_6661_696c;
+/// The region the leaver writes before its leaves.
+const LEAVE_NAME: u64 = 0x4453_4d2d_6c65_6176;
 const PASSWORD: u64 = 0x4453_4d2d_7061_7373;
 const PAGES: usize = 4;
 const PAGE: usize = 4096;
@@ -56,9 +68,19 @@ impl Shared {
 /// Opens the region of `home`, creating it there with `create`; `None`
 /// where this kernel maps no memory.
 fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<std::io::Result<Shared>> {
+    open_named(kernel, NAME, home, create)
+}
+
+/// Opens region `name` of `home`, as [`open`].
+fn open_named<K: Kernel>(
+    kernel: &K,
+    name: u64,
+    home: u32,
+    create: bool,
+) -> Option<std::io::Result<Shared>> {
     let size = (PAGES * PAGE) as u64;
     let flags = if create { DSM_CREATE } else { 0 };
-    let ret = kernel.dsm_open(home, NAME, size, flags, PASSWORD)?;
+    let ret = kernel.dsm_open(home, name, size, flags, PASSWORD)?;
     Some(
         Region::from_result(ret, size)
             .and_then(|region| Ok((region.map()?, region)))
@@ -214,4 +236,89 @@ fn raises_sigbus(at: *const u64) -> Result<(), String> {
             libc::WEXITSTATUS(status)
         )),
     }
+}
+
+/// The words of the leave region: the value last written before a leave
+/// (first page), and how many leaves wrote one (second page).
+const LEAVE_VALUE_WORD: usize = 0;
+const LEAVES_WORD: usize = PAGE / 8;
+
+/// What the leaver writes before the leave of `cycle`.
+fn leave_value(cycle: u32) -> u64 {
+    0x6c65_6176_0000_0000 | u64::from(cycle)
+}
+
+/// The lowest observer, before the cycles: creates the leave region and
+/// keeps it until [`check_after_leaves`]; `None` where this kernel maps no
+/// memory.
+pub(super) fn create_leave_region<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+) -> Option<Shared> {
+    let created = open_named(kernel, LEAVE_NAME, me, true)?;
+    tap.check_value(
+        &format!("leave/rejoin: node {me} creates a DSM region for the leaver to write"),
+        created.map_err(|e| format!("lite_dsm_open and mmap: {e}")),
+    )
+}
+
+/// The leaver, before a `lite_leave` in `cycle`: opens the observer's
+/// leave region and writes its first page, which it keeps (the file stays
+/// open) through the leave; `None` where this kernel maps no memory.
+pub(super) fn write_before_leave<K: Kernel>(
+    kernel: &K,
+    owner: u32,
+    cycle: u32,
+) -> Option<Result<Shared, String>> {
+    let opened = open_named(kernel, LEAVE_NAME, owner, false)?;
+    Some(
+        opened
+            .map_err(|e| format!("lite_dsm_open and mmap of node {owner}'s region: {e}"))
+            .map(|shared| {
+                let words = shared.map.words();
+                words[LEAVE_VALUE_WORD].store(leave_value(cycle), Ordering::SeqCst);
+                shared
+            }),
+    )
+}
+
+/// The leaver, joined again after a leave [`write_before_leave`] wrote
+/// for: counts the leave in the observer's region.
+pub(super) fn count_leave<K: Kernel>(kernel: &K, owner: u32) -> Result<(), String> {
+    let Some(opened) = open_named(kernel, LEAVE_NAME, owner, false) else {
+        return Ok(());
+    };
+    let shared = opened.map_err(|e| format!("lite_dsm_open and mmap: {e}"))?;
+    shared.map.words()[LEAVES_WORD].fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+/// The lowest observer, after the cycles: the leave region's first page
+/// shows what the leaver wrote before its last `lite_leave`.
+pub(super) fn check_after_leaves<W: Write>(tap: &mut Tap<W>, me: u32, shared: Option<Shared>) {
+    let Some(shared) = shared else {
+        return;
+    };
+    let words = shared.map.words();
+    let leaves = words[LEAVES_WORD].load(Ordering::SeqCst);
+    let what = format!(
+        "leave/rejoin: node {me} reads what the leaver wrote to a DSM page just before          its lite_leave (its pages are written back before it goes)"
+    );
+    if leaves == 0 {
+        tap.skip(&what, "no cycle left with lite_leave");
+        return;
+    }
+    let seen = words[LEAVE_VALUE_WORD].load(Ordering::SeqCst);
+    let written = (1..=super::rejoin::CYCLES).any(|cycle| seen == leave_value(cycle));
+    tap.check(
+        &what,
+        if written {
+            Ok(())
+        } else {
+            Err(format!(
+                "read {seen:#x} after {leaves} leaves, not a value the leaver wrote"
+            ))
+        },
+    );
 }

@@ -42,6 +42,7 @@
 //! join has to take the round the others are at. Every wait is bounded;
 //! what does not end in time is reported as a failure.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering;
@@ -53,6 +54,7 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
+use super::dsm;
 use super::{
     after, alloc_lmr, barrier_point, describe_total, elapsed_ms, held_chunks, join_call,
     or_unknown, poll_until, read_poisoned, spawn_traffic, total_nodes, write_pattern,
@@ -550,6 +552,10 @@ fn one_cycle<K: SharedKernel, W: Write>(
         );
     }
     let started = monotonic_ns();
+    // The observer whose DSM page a `lite_leave` takes written (see
+    // `dsm`), and whether this cycle's did.
+    let owner = observers.first().copied();
+    let wrote_dsm = Cell::new(false);
     // Where LITE is a module, the node leaves by unloading it, which must
     // leave exactly as `lite_leave` does, and loads it again; or by losing
     // its RDMA device, which must too. It calls `lite_leave` before it
@@ -557,7 +563,16 @@ fn one_cycle<K: SharedKernel, W: Write>(
     // gets its id back only by asking for it, which a reloaded LITE
     // cannot (to the manager it is another machine).
     let leave = |tap: &mut Tap<W>| {
+        let written = owner.and_then(|owner| {
+            let written = dsm::write_before_leave(kernel.as_ref(), owner, cycle)?;
+            let what = format!(
+                "leave/rejoin cycle {cycle}: node {me} writes a page of node {owner}'s DSM                  region and keeps it through its leave"
+            );
+            tap.check_value(&what, written)
+        });
+        wrote_dsm.set(written.is_some());
         let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
+        drop(written);
         let took = elapsed_ms(started, monotonic_ns());
         tap.comment(&format!("leave {took} ms"));
         tap.check(
@@ -637,6 +652,14 @@ fn one_cycle<K: SharedKernel, W: Write>(
         &format!("leave/rejoin cycle {cycle}: join returns node {me}'s id again (got {shown})"),
         joined.and_then(|id| unless(id == me, || format!("joined as node {id}, not {me}"))),
     );
+    if let Some(owner) = owner.filter(|_| rejoined && wrote_dsm.get()) {
+        tap.check(
+            &format!(
+                "leave/rejoin cycle {cycle}: node {me}, back, counts its leave in node                  {owner}'s DSM region"
+            ),
+            dsm::count_leave(kernel.as_ref(), owner),
+        );
+    }
     if !rejoined {
         return CycleEnd::Out;
     }
@@ -867,6 +890,11 @@ fn observe<K: SharedKernel, W: Write>(
     let watch = SizeWatch::start(kernel, phase.config.pacing.poll);
     let mapper = publishes.then_some(leaver);
     let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
+    let leave_region = if publishes {
+        dsm::create_leave_region(kernel.as_ref(), tap, me)
+    } else {
+        None
+    };
     let traffic = observed.traffic.map(|lmr| {
         let seed = pattern::seed(&[u64::from(me), 0x7a1c]);
         spawn_traffic(kernel, "rejoin-traffic", (lmr, seed))
@@ -907,6 +935,7 @@ fn observe<K: SharedKernel, W: Write>(
 
     check_observer_traffic(tap, peer, traffic);
     survivors_barrier(kernel, tap, phase, "after the cycles");
+    dsm::check_after_leaves(tap, me, leave_region);
     let freed: Vec<String> = [("spread", observed.spread), ("traffic", observed.traffic)]
         .into_iter()
         .filter_map(|(name, lmr)| {
