@@ -14,6 +14,7 @@ use kernel::{prelude::*, sync::Arc};
 
 pub(crate) use crate::internal::{
     kernel_messages::{Answer, Handler},
+    node::LeaveHook,
     node_id::NodeId,
     wire_layout::{self as layout, wire_layout, WireField},
 };
@@ -73,6 +74,17 @@ pub(crate) struct Place {
     pub(crate) priority: u32,
     /// The LMR's password.
     pub(crate) password: u64,
+}
+
+/// Runs `hook` before each `lite_leave` and `liteapi_leave` of this node,
+/// while it is still a member, until LITE unloads.
+///
+/// # Errors
+///
+/// `ENODEV` before LITE has initialised.
+pub(crate) fn before_every_leave(hook: Arc<dyn LeaveHook>) -> Result {
+    node()?.set_leave_hook(hook);
+    Ok(())
 }
 
 /// What the user of a task holds of its quotas for something made on its

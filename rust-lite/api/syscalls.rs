@@ -84,17 +84,16 @@ pub(crate) extern "C" fn lite_rs_leave(flags: u32) -> c_long {
     })
 }
 
-/// Leaves the cluster (`lite_leave` and `liteapi_leave`), LITE-DSM's
-/// changed pages written back first (a leave that then fails leaves the
-/// node's regions unusable on it, as after a leave).
+/// Leaves the cluster (`lite_leave` and `liteapi_leave`), once the units
+/// built on LITE's kernel API did what they do first (LITE-DSM writes its
+/// pages back; a leave that then fails leaves them as after a leave).
 pub(super) fn leave(flags: u32) -> Result {
     if flags & !LEAVE_FORCE != 0 {
         return Err(EINVAL);
     }
-    if let Ok(dsm) = crate::dsm::Dsm::get() {
-        dsm.before_leave();
-    }
-    node()?.leave(flags & LEAVE_FORCE != 0)
+    let node = node()?;
+    node.run_leave_hook();
+    node.leave(flags & LEAVE_FORCE != 0)
 }
 
 /// Backend of `lite_get_node_id`.

@@ -57,7 +57,8 @@ use kernel::{
 
 use crate::{
     api::rust_api::{
-        Answer, Handler, NodeId, QuotaCharge, Service, Session, MAX_ANSWER, PERMISSION_READ_WRITE,
+        before_every_leave, Answer, Handler, LeaveHook, NodeId, QuotaCharge, Service, Session,
+        MAX_ANSWER, PERMISSION_READ_WRITE,
     },
     errno,
     sys::{
@@ -193,7 +194,7 @@ impl Dsm {
             GFP_KERNEL,
         )?;
         DSM.set(dsm).map_err(|_| EBUSY)?;
-        Ok(())
+        before_every_leave(Arc::new(WriteBackBeforeLeave, GFP_KERNEL)?)
     }
 
     /// LITE-DSM, once LITE has loaded.
@@ -762,6 +763,17 @@ fn detach(session: &Session, node: NodeId, name: u64, opening: u64) {
             Err(e) if e == errno::ECONNREFUSED() || e == errno::EHOSTDOWN() => return,
             Err(_) if !session.is_member(node) => return,
             Err(_) => sleep_uninterruptible_ms(DETACH_RETRY_MS),
+        }
+    }
+}
+
+/// LITE-DSM's part of a leave: [`Dsm::before_leave`].
+struct WriteBackBeforeLeave;
+
+impl LeaveHook for WriteBackBeforeLeave {
+    fn before_leave(&self) {
+        if let Ok(dsm) = Dsm::get() {
+            dsm.before_leave();
         }
     }
 }

@@ -44,6 +44,16 @@ struct NodeState {
     /// The manager address and port, the RDMA port and the cluster secret
     /// of the last join, for joining again on its own after being cut off.
     last_join: Option<([u8; 4], u16, u32, Secret)>,
+    /// What a unit built on LITE's kernel API does before the node leaves.
+    leave_hook: Option<Arc<dyn LeaveHook>>,
+}
+
+/// Work a unit built on LITE's kernel API (LITE-DSM) does before this node
+/// leaves its cluster with `lite_leave` or `liteapi_leave`, while it is
+/// still a member.
+pub(crate) trait LeaveHook: Send + Sync {
+    /// Runs with none of LITE's locks held.
+    fn before_leave(&self);
 }
 
 /// A membership: the cluster and the link to its manager.
@@ -94,6 +104,7 @@ impl Node {
                         unloading: false,
                         last_id: NodeId::NONE,
                         last_join: None,
+                        leave_hook: None,
                     },
                     "lite:node"
                 ),
@@ -104,6 +115,20 @@ impl Node {
         )?;
         NODE.set(node).map_err(|_| EBUSY)?;
         Ok(())
+    }
+
+    /// Sets what runs before each `lite_leave` (see [`LeaveHook`]).
+    pub(crate) fn set_leave_hook(&self, hook: Arc<dyn LeaveHook>) {
+        let replaced = self.state.lock().leave_hook.replace(hook);
+        drop(replaced);
+    }
+
+    /// Runs the [`LeaveHook`], if one is set.
+    pub(crate) fn run_leave_hook(&self) {
+        let hook = self.state.lock().leave_hook.clone();
+        if let Some(hook) = hook {
+            hook.before_leave();
+        }
     }
 
     /// Takes the node out of its cluster for good, as LITE unloads: it
