@@ -275,10 +275,8 @@ pub(super) fn write_before_leave<K: Kernel>(
     Some(
         opened
             .map_err(|e| format!("lite_dsm_open and mmap of node {owner}'s region: {e}"))
-            .map(|shared| {
-                let words = shared.map.words();
-                words[LEAVE_VALUE_WORD].store(leave_value(cycle), Ordering::SeqCst);
-                shared
+            .inspect(|shared| {
+                shared.map.words()[LEAVE_VALUE_WORD].store(leave_value(cycle), Ordering::SeqCst);
             }),
     )
 }
