@@ -613,7 +613,14 @@ impl Dsm {
                 Directory::new(request.name, size, pages, request.password, data, creator)
             })
             .and_then(|directory| {
-                insert(&mut self.state.lock().directories, directory.clone())?;
+                let mut state = self.state.lock();
+                // An open that a signal ended may have let the node stop
+                // serving while its request waited here: a directory
+                // created now would be served by nobody, and never freed.
+                if !state.serving {
+                    return Err(errno::ECONNREFUSED());
+                }
+                insert(&mut state.directories, directory.clone())?;
                 Ok(directory)
             });
         if created.is_err() {

@@ -108,6 +108,9 @@ named_enum! {
         /// A LITE-DSM write fault on a page another node reads, whose copy
         /// is invalidated first.
         DsmWriteShared = "dsm_write_1_reader",
+        /// LITE-DSM read faults of fresh pages by several threads at once:
+        /// LITE-DSM's page throughput.
+        DsmReadPages = "dsm_read_pages",
         /// `lite_fetch_add` on an 8-byte LMR.
         FetchAdd = "fetch_add",
         /// `lite_compare_swp` on an 8-byte LMR.
@@ -691,9 +694,9 @@ mod tests {
             all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
         let operations = "write read memset memcpy write_async read_async rpc kmsg dsm_read \
-                          dsm_write dsm_write_1_reader fetch_add compare_swp region_write \
-                          region_read region_write_first region_read_first region_create \
-                          region_free";
+                          dsm_write dsm_write_1_reader dsm_read_pages fetch_add compare_swp \
+                          region_write region_read region_write_first region_read_first \
+                          region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
         for operation in Operation::ALL {
             assert_eq!(operation.to_string(), operation.name());

@@ -33,6 +33,11 @@ const DSM_FAULTS: [(&str, &str); 3] = [
 /// The LITE read each DSM fault is compared with: a page of 4 KiB.
 const DSM_BASELINE: (&str, u64) = ("read", 4096);
 
+/// LITE-DSM's page throughput series, and the LITE reads it is compared
+/// with: 4 KiB reads with as many in flight as faulting threads.
+const DSM_THROUGHPUT: &str = "dsm_read_pages";
+const DSM_THROUGHPUT_BASELINE: &str = "read_async";
+
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
 const STALL_CALLS: [&str; 5] = [
@@ -214,6 +219,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
 fn native_counterpart(op: &str, depth: Option<u32>) -> Option<(&'static str, u32)> {
     match (op, depth) {
         ("memset" | "memcpy", None) => Some(("write", 1)),
+        ("dsm_read_pages", Some(depth)) => Some(("read", depth)),
         ("write_async", Some(depth)) => Some(("write", depth)),
         ("read_async", Some(depth)) => Some(("read", depth)),
         _ => None,
@@ -335,7 +341,7 @@ pub fn dsm_table(m: &Measurements) -> Vec<String> {
     let table = Table::noted(&notes, "<24 fault|>11 median|>19 p10-p90|>14 / LITE read");
     let (op, size) = DSM_BASELINE;
     let read = m.lite.get(&(op.to_string(), size)).map(|l| l.median);
-    table.lines(DSM_FAULTS.iter().map(|&(op, what)| {
+    let mut lines = table.lines(DSM_FAULTS.iter().map(|&(op, what)| {
         let l = m.lite.get(&(op.to_string(), 4096));
         [
             what.to_string(),
@@ -343,7 +349,24 @@ pub fn dsm_table(m: &Measurements) -> Vec<String> {
             range_cell(l.map(|l| (l.p10, l.p90))),
             ratio_cell(l.map(|l| l.median), read),
         ]
-    }))
+    }));
+    let throughput = m
+        .lite_bw
+        .values()
+        .filter(|t| t.op == DSM_THROUGHPUT && t.size == 4096);
+    for t in throughput {
+        let threads = t.depth.unwrap_or(1);
+        let key = (DSM_THROUGHPUT_BASELINE.to_string(), 4096, Some(threads));
+        let reads = m.lite_bw.get(&key).map(|r| r.average);
+        lines.push(format!(
+            "page throughput, {threads} threads faulting at once: {} MiB/s (groups p10-p90 {}); \
+             / LITE reads of 4096 B, {threads} in flight: {}",
+            cell(Some(t.average)),
+            range_cell(Some((t.p10, t.p90))),
+            ratio_cell(Some(t.average), reads),
+        ));
+    }
+    lines
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
@@ -1042,7 +1065,20 @@ mod tests {
                 median + 100
             )
         };
-        let dsm = format!("{}{}", record("read", 1000), record("dsm_read", 2500));
+        let throughput = |op: &str, average: u32| {
+            format!(
+                "LITE-RECORD {{\"throughput\":{{\"op\":\"{op}\",\"size\":4096,\"depth\":4,\
+                 \"iters\":400,\"average\":{average}.00,\"median\":{average}.00,\"p10\":5.00,\
+                 \"p90\":9.00,\"min\":1.00,\"max\":10.00}}}}\n"
+            )
+        };
+        let dsm = format!(
+            "{}{}{}{}",
+            record("read", 1000),
+            record("dsm_read", 2500),
+            throughput("dsm_read_pages", 6),
+            throughput("read_async", 24)
+        );
         type Of = fn(&Measurements) -> Vec<String>;
         // Each table of a log: the notes above its column names, then every
         // row.
@@ -1056,6 +1092,9 @@ mod tests {
                     "read fault 2500.00 2400.00-2600.00 2.50",
                     "write fault, 0 readers - - -",
                     "write fault, 1 reader - - -",
+                    // 6 / 24.
+                    "page throughput, 4 threads faulting at once: 6.00 MiB/s (groups p10-p90 \
+                     5.00-9.00); / LITE reads of 4096 B, 4 in flight: 0.25",
                 ],
             ),
             // 2100.50 / 1987.50.

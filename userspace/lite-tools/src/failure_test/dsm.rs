@@ -301,7 +301,8 @@ pub(super) fn check_after_leaves<W: Write>(tap: &mut Tap<W>, me: u32, shared: Op
     let words = shared.map.words();
     let leaves = words[LEAVES_WORD].load(Ordering::SeqCst);
     let what = format!(
-        "leave/rejoin: node {me} reads what the leaver wrote to a DSM page just before          its lite_leave (its pages are written back before it goes)"
+        "leave/rejoin: node {me} reads what the leaver wrote to a DSM page just before \
+         its lite_leave (its pages are written back before it goes)"
     );
     if leaves == 0 {
         tap.skip(&what, "no cycle left with lite_leave");

@@ -285,6 +285,7 @@ fn leave_and_rejoin<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: node {me} holds chunks of the observers' spread LMRs before \
+ \
              its first leave (held_chunks {shown})"
         ),
         match held {
@@ -362,6 +363,7 @@ fn map_spread_point<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: leaver (node {me}) mapped observer {owner}'s spread LMR and read \
+ \
              it back intact through the mapping ({} MiB, node {owner}'s pattern)",
             SPREAD_LMR_SIZE >> 20
         ),
@@ -508,6 +510,7 @@ fn leave_verdict(ret: c_long, mapped: Option<u32>) -> Result<(), String> {
         match mapped {
             Some(owner) if refused.contains(&ret) => format!(
                 "{e}: the leave refused to move the chunks held here, while this node maps \
+ \
                  node {owner}'s spread LMR (chunks of a mapped LMR must move too)"
             ),
             _ => e,
@@ -566,7 +569,8 @@ fn one_cycle<K: SharedKernel, W: Write>(
         let written = owner.and_then(|owner| {
             let written = dsm::write_before_leave(kernel.as_ref(), owner, cycle)?;
             let what = format!(
-                "leave/rejoin cycle {cycle}: node {me} writes a page of node {owner}'s DSM                  region and keeps it through its leave"
+                "leave/rejoin cycle {cycle}: node {me} writes a page of node {owner}'s DSM \
+                 region and keeps it through its leave"
             );
             tap.check_value(&what, written)
         });
@@ -593,6 +597,7 @@ fn one_cycle<K: SharedKernel, W: Write>(
                 tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me}'s checked traffic with an observer \
+ \
                      while {second} goes away: no byte differs, and it ends with -ENOTCONN"
                 ),
                 report,
@@ -634,6 +639,7 @@ fn one_cycle<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: once left, get_node_id, leave(0) again and \
+ \
              rdma_write on a handle from before the leave return -ENOTCONN"
         ),
         out_of_the_cluster(kernel.as_ref(), old, password),
@@ -655,7 +661,8 @@ fn one_cycle<K: SharedKernel, W: Write>(
     if let Some(owner) = owner.filter(|_| rejoined && wrote_dsm.get()) {
         tap.check(
             &format!(
-                "leave/rejoin cycle {cycle}: node {me}, back, counts its leave in node                  {owner}'s DSM region"
+                "leave/rejoin cycle {cycle}: node {me}, back, counts its leave in node \
+                 {owner}'s DSM region"
             ),
             dsm::count_leave(kernel.as_ref(), owner),
         );
@@ -685,6 +692,7 @@ fn one_cycle<K: SharedKernel, W: Write>(
                 tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me} runs checked traffic with an observer \
+ \
                      over {second} for {} s: no error, no byte differs",
                     DEVICE_TRAFFIC_SPELL.as_secs()
                 ),
@@ -829,6 +837,7 @@ impl SizeWatch {
                 Ok(change) if change.at_ns > deadline_ns => {
                     return Err(format!(
                         "get_total_node did not return {target} in time (the next change, to \
+ \
                          {}, came {} ms late)",
                         describe_result(change.total),
                         elapsed_ms(deadline_ns, change.at_ns)
@@ -917,6 +926,7 @@ fn observe<K: SharedKernel, W: Write>(
                         if cycle < CYCLES {
                             tap.comment(&format!(
                                 "cycles {} to {CYCLES} not followed: cycle {cycle} did not \
+ \
                                  complete",
                                 cycle + 1
                             ));
@@ -968,6 +978,7 @@ fn set_up_observer<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB spread (node 0) and a write of node {me}'s \
+ \
              pattern over all of it return 0",
             SPREAD_LMR_SIZE >> 20
         ),
@@ -995,6 +1006,7 @@ fn set_up_observer<K: SharedKernel, W: Write>(
     let traffic = tap.check_value(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB on node {peer} for traffic during the \
+ \
              cycles returns a handle",
             TRAFFIC_LMR_SIZE >> 20
         ),
@@ -1100,6 +1112,7 @@ fn follow_cycle<W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: get_total_node went from {whole} to {without} and \
+ \
              back to {whole} (node {leaver} left and joined again)"
         ),
         outcome,
@@ -1138,6 +1151,7 @@ fn check_spread<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: the {} MiB spread LMR reads back {how} with this \
+ \
              node's pattern",
             SPREAD_LMR_SIZE >> 20
         ),

@@ -1,8 +1,10 @@
 //! LITE-DSM's page faults, timed on the measuring node: a read fault, a
 //! write fault on a page nobody else holds, and a write fault on a page the
-//! memory node reads (one reader to invalidate). The measuring node creates
-//! the region, so its directory is local and its pages live on the memory
-//! node, where each fault fetches its page with an RDMA read.
+//! memory node reads (one reader to invalidate); then the page throughput
+//! of [`THROUGHPUT_THREADS`] threads read-faulting fresh pages at once. The
+//! measuring node creates the region, so its directory is local and its
+//! pages live on the memory node, where each fault fetches its page with
+//! an RDMA read.
 //!
 //! Both nodes enter the same four barriers whatever fails, so that a
 //! failure on one side never leaves the other waiting.
@@ -11,9 +13,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lite::dsm::{Mapping, Region};
+use lite_bench_record as record;
 
-use super::{barrier, report, WARMUP_OPS};
-use lite_tools::bench::Operation;
+use super::{barrier, report, report_throughput, WARMUP_OPS};
+use lite_tools::bench::{completion_groups, throughput_of_completions, Operation};
 use lite_tools::stats::monotonic_ns;
 
 /// The region's name and password.
@@ -29,6 +32,10 @@ const SERIES: [Operation; 3] = [
     Operation::DsmWriteShared,
 ];
 
+/// Threads of the throughput series, each faulting its own `iters` pages,
+/// after the three latency series' pages.
+const THROUGHPUT_THREADS: usize = 4;
+
 /// Pages of each series: the warm-up faults and the timed ones.
 fn pages(iters: usize) -> usize {
     WARMUP_OPS + iters
@@ -40,8 +47,14 @@ fn series_pages(index: usize, iters: usize) -> Range<usize> {
     index * n..(index + 1) * n
 }
 
+/// The pages of the throughput series' thread `thread`.
+fn throughput_pages(thread: usize, iters: usize) -> Range<usize> {
+    let first = SERIES.len() * pages(iters) + thread * iters;
+    first..first + iters
+}
+
 fn region_size(iters: usize) -> u64 {
-    (SERIES.len() * pages(iters)) as u64 * PAGE
+    (SERIES.len() * pages(iters) + THROUGHPUT_THREADS * iters) as u64 * PAGE
 }
 
 /// Enters the next of the four barriers, keeping the first error.
@@ -78,8 +91,10 @@ pub(crate) fn measure(iters: usize) -> Result<(), String> {
     // series' pages; 3: it has.
     step(&mut outcome);
     step(&mut outcome);
+    let mut throughput = None;
     if let Ok((map, _)) = &opened {
         samples.push(time_faults(map, series_pages(2, iters), true));
+        throughput = Some(time_concurrent_reads(map, iters));
     }
     // 4: the memory node may close the region.
     step(&mut outcome);
@@ -89,7 +104,52 @@ pub(crate) fn measure(iters: usize) -> Result<(), String> {
         let samples = samples?;
         report(operation, PAGE, samples.get(WARMUP_OPS..).unwrap_or(&[]))?;
     }
+    if let Some(throughput) = throughput {
+        report_throughput(throughput?)?;
+    }
     Ok(())
+}
+
+/// [`THROUGHPUT_THREADS`] threads each read-fault their own `iters` fresh
+/// pages at once; the throughput of all of them, from their start to each
+/// completion.
+fn time_concurrent_reads(
+    map: &Mapping,
+    iters: usize,
+) -> Result<Option<record::Throughput>, String> {
+    let start = monotonic_ns();
+    let completions = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..THROUGHPUT_THREADS)
+            .map(|thread| {
+                scope.spawn(move || {
+                    let mut done = Vec::with_capacity(iters);
+                    for page in throughput_pages(thread, iters) {
+                        std::hint::black_box(word(map, page)?.load(Ordering::SeqCst));
+                        done.push(monotonic_ns());
+                    }
+                    Ok::<_, String>(done)
+                })
+            })
+            .collect();
+        let mut completions = Vec::with_capacity(THROUGHPUT_THREADS * iters);
+        for thread in threads {
+            let done = thread
+                .join()
+                .map_err(|_| "a faulting thread panicked".to_string())??;
+            completions.extend(done);
+        }
+        Ok::<_, String>(completions)
+    })?;
+    let mut completions = completions;
+    completions.sort_unstable();
+    let groups = completion_groups(completions.len(), THROUGHPUT_THREADS);
+    let series = (Operation::DsmReadPages, PAGE, THROUGHPUT_THREADS);
+    Ok(throughput_of_completions(
+        series,
+        start,
+        &completions,
+        groups,
+    ))
 }
 
 /// Times one fault on each page of `pages`: a read, or a write.
