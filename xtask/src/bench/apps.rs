@@ -154,7 +154,7 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
     );
     lines.push(
         "dsm: LITE-Graph-DSM, the graph engine sharing its graph and values through LITE-DSM; \
-         dsm/lite: how many times LITE's median its median is"
+         dsm/lite: its median over LITE's (how many times slower)"
             .to_string(),
     );
     lines
