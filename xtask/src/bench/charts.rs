@@ -478,7 +478,13 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
         Some(1.0),
         ratios.collect(),
     );
-    let ranges = [ratios, cpu_chart(m), lock_chart(m), qos_chart(m)];
+    let ranges = [
+        ratios,
+        cpu_chart(m),
+        lock_chart(m),
+        qos_chart(m),
+        dsm_chart(m),
+    ];
     (lines, ranges.into_iter().flatten().collect())
 }
 
@@ -551,6 +557,34 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
     )
 }
 
+/// LITE-DSM's page faults beside the LITE read of a page they are compared
+/// with, median on a p10–p90 bar.
+fn dsm_chart(m: &Measurements) -> Option<RangeChart> {
+    let (baseline, size) = super::report::DSM_BASELINE;
+    let series = [(baseline, "LITE read of 4 KiB")]
+        .into_iter()
+        .chain(super::report::DSM_FAULTS);
+    let entries = series
+        .filter_map(|(op, what)| {
+            let l = m.lite.get(&(op.to_string(), size))?;
+            Some((what.to_string(), l.median, l.p10, l.p90, None))
+        })
+        .collect::<Vec<_>>();
+    // The LITE read alone is no DSM chart.
+    if entries.len() < 2 {
+        return None;
+    }
+    RangeChart::of(
+        "dsm",
+        "LITE-DSM page faults beside a LITE read of the page",
+        "microseconds: median, bar from the 10th to the 90th percentile",
+        "Faults on pages touched for the first time, whose home is the other VM and whose \
+         directory is local; each moves 4 KiB with an RDMA read.",
+        None,
+        entries,
+    )
+}
+
 /// The isolation run: a high-priority process's 64 B write latency alone,
 /// and while low-priority processes load the link with QoS on and off, as
 /// medians over the rounds that measured each phase.
@@ -581,12 +615,23 @@ mod tests {
         use crate::bench::parse::tests::{LOCK_LOG, QOS_LOG};
         let mut m = Measurements::default();
         let node2 = crate::bench::rounds::tests::NODE2;
-        m.add_log("node2", &format!("{node2}{LOCK_LOG}{QOS_LOG}"));
+        let fault = |op: &str, median: u32| {
+            format!(
+                "LITE-RECORD {{\"latency\":{{\"op\":\"{op}\",\"size\":4096,\"iters\":300,\
+                 \"median\":{median}.00,\"p10\":{}.00,\"p90\":{}.00,\"min\":1,\"max\":9999,\
+                 \"stdev\":1}}}}\n",
+                median - 50,
+                median + 50
+            )
+        };
+        let dsm = format!("{}{}", fault("read", 300), fault("dsm_read", 450));
+        m.add_log("node2", &format!("{node2}{LOCK_LOG}{QOS_LOG}{dsm}"));
         let (lines, ranges) = charts(&m);
         let names: Vec<&str> = lines.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["latency-write", "latency-rpc"]);
+        // The one-off LITE read the faults are compared with has a chart too.
+        assert_eq!(names, ["latency-write", "latency-read", "latency-rpc"]);
         let names: Vec<&str> = ranges.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["ratios", "locks", "isolation"]);
+        assert_eq!(names, ["ratios", "locks", "isolation", "dsm"]);
         assert_eq!(ranges[0].entries.len(), 2);
         assert_eq!(ranges[0].reference, Some(1.0));
         let locks = &ranges[1];
@@ -599,6 +644,13 @@ mod tests {
         let contended = &locks.entries[2];
         assert!(contended.2 <= contended.1 && contended.1 <= contended.3);
         assert!(ranges[2].entries.len() >= 2);
+        // The faults measured, beside the LITE read.
+        let dsm: Vec<(&str, f64)> = ranges[3]
+            .entries
+            .iter()
+            .map(|e| (e.0.as_str(), e.1))
+            .collect();
+        assert_eq!(dsm, [("LITE read of 4 KiB", 300.0), ("read fault", 450.0)]);
         assert!(ranges[1..].iter().all(|r| r.reference.is_none()));
         let temp = crate::fsutil::TempDir::new("lite-charts").expect("a directory");
         let dir = temp.path();

@@ -24,14 +24,14 @@ const RPC_OP: &str = "rpc";
 const KMSG_OP: &str = "kmsg";
 
 /// LITE-DSM's faults, by their names in the records, and what each is.
-const DSM_FAULTS: [(&str, &str); 3] = [
+pub(super) const DSM_FAULTS: [(&str, &str); 3] = [
     ("dsm_read", "read fault"),
     ("dsm_write", "write fault, 0 readers"),
     ("dsm_write_1_reader", "write fault, 1 reader"),
 ];
 
 /// The LITE read each DSM fault is compared with: a page of 4 KiB.
-const DSM_BASELINE: (&str, u64) = ("read", 4096);
+pub(super) const DSM_BASELINE: (&str, u64) = ("read", 4096);
 
 /// LITE-DSM's page throughput series, and the LITE reads it is compared
 /// with: 4 KiB reads with as many in flight as faulting threads.
