@@ -1,8 +1,10 @@
 //! LITE-DSM: node 1 creates a region that every node maps, and litmus tests
 //! of its coherence run on it, each many times with every value checked:
 //! message passing under a LITE lock, store buffering across a barrier, two
-//! writers of one page in turn, many readers then a writer, and false
-//! sharing of one page by every node at once. Then misuse of
+//! writers of one page in turn, many readers then a writer, false sharing
+//! of one page by every node at once, and writes and reads of pages in each
+//! of the region's three chunks, which LITE puts on different nodes (the
+//! region is larger than what one node holds of it). Then misuse of
 //! `lite_dsm_open` and `mmap`, and the region's end once every node closed
 //! it. Node 1 also checks that creating the region charges its user's
 //! quotas as an LMR of its size published under a name would, and that
@@ -16,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{c_long, EACCES, EINVAL, ENOENT};
 use lite::dsm::{Mapping, Region};
-use lite::sys::{LiteLock, DSM_CREATE, MAX_LMR_SIZE};
+use lite::sys::{LiteLock, CHUNK_SIZE, DSM_CREATE, MAX_LMR_SIZE};
 
 use super::io::{barrier, enter_barrier, out_of_step, status, unless, InStep, BARRIER_LIMIT};
 use super::quotas::read_quotas;
@@ -27,9 +29,14 @@ use crate::errno::expect_errno;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// The region's name ("DSM" and a number) and its size in pages.
+/// The region's name ("DSM" and a number) and its size in pages: the
+/// cases' [`PAGES`] at the start of its first chunk, and two more chunks.
 const REGION_NAME: u64 = 0x4453_4d00_0000_0001;
 const PAGES: usize = 16;
+const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE as u64) as usize;
+const REGION_PAGES: usize = 2 * CHUNK_PAGES + PAGES;
+/// Pages on either side of the chunks' boundaries, each in another chunk.
+const HOME_PAGES: [usize; 3] = [CHUNK_PAGES - 1, CHUNK_PAGES, 2 * CHUNK_PAGES];
 /// Words of a page.
 const WORDS: usize = PAGE / 8;
 const PAGE: usize = 4096;
@@ -55,7 +62,7 @@ const SHARED_INCREMENTS: u64 = 100;
 
 pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let Node { me, nodes, .. } = at;
-    let size = (PAGES * PAGE) as u64;
+    let size = (REGION_PAGES * PAGE) as u64;
     let Some(missing) = kernel.dsm_open(1, REGION_NAME, 0, 0, REGION_PASSWORD) else {
         tap.skip("LITE-DSM", "this kernel maps no memory");
         return Ok(());
@@ -116,12 +123,17 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     misuse(kernel, tap, at, size);
 
     let turns = 2 * ROUNDS as usize;
-    let cases: [(&str, Case<K>, usize); 5] = [
+    let cases: [(&str, Case<K>, usize); 6] = [
         ("message passing under a LITE lock", message_passing, 2),
         ("store buffering across a barrier", store_buffering, turns),
         ("two writers of one page in turn", two_writers, turns),
         ("many readers then a writer", readers_then_writer, turns),
         ("false sharing of one page by every node", false_sharing, 2),
+        (
+            "writes and reads of pages on different homes",
+            across_homes,
+            turns,
+        ),
     ];
     for (name, case, barriers) in cases {
         let point = format!("node {me}: DSM {name}");
@@ -303,6 +315,34 @@ fn turns<K: Kernel>(
     verdict(wrong)
 }
 
+/// In each round every node writes its own word of a page in each of the
+/// region's chunks, then reads every node's words of all of them.
+fn across_homes<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLock) -> CaseResult {
+    let words = map.words();
+    // PANIC: every page of `HOME_PAGES` is below `REGION_PAGES`, all of
+    // them mapped, and a word index below `WORDS` is within its page.
+    let own = |node: u32, page: usize| &words[word(page, node as usize % WORDS)];
+    let value =
+        |round: u64, node: u32, page: usize| round << 48 | u64::from(node) << 32 | page as u64;
+    let mut wrong = None;
+    for round in 1..=ROUNDS {
+        for page in HOME_PAGES {
+            own(at.me, page).store(value(round, at.me, page), Ordering::SeqCst);
+        }
+        step(kernel, at.nodes, "the DSM writes across homes")?;
+        for page in HOME_PAGES {
+            for node in 1..=at.nodes {
+                let seen = own(node, page).load(Ordering::SeqCst);
+                expect(&mut wrong, seen == value(round, node, page), || {
+                    format!("round {round}: node {node}'s word of page {page} read {seen:#x}")
+                });
+            }
+        }
+        step(kernel, at.nodes, "the DSM reads across homes")?;
+    }
+    verdict(wrong)
+}
+
 fn fill(words: &[AtomicU64], value: impl Fn(usize) -> u64) {
     for (index, word) in words.iter().enumerate() {
         word.store(value(index), Ordering::SeqCst);
@@ -392,11 +432,11 @@ fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64
         [
             (
                 "a private mapping",
-                map_errno(region, PAGES * PAGE, libc::MAP_PRIVATE),
+                map_errno(region, REGION_PAGES * PAGE, libc::MAP_PRIVATE),
             ),
             (
                 "a mapping past the region's end",
-                map_errno(region, (PAGES + 1) * PAGE, libc::MAP_SHARED),
+                map_errno(region, (REGION_PAGES + 1) * PAGE, libc::MAP_SHARED),
             ),
         ]
     });
