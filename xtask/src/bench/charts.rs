@@ -615,15 +615,7 @@ mod tests {
         use crate::bench::parse::tests::{LOCK_LOG, QOS_LOG};
         let mut m = Measurements::default();
         let node2 = crate::bench::rounds::tests::NODE2;
-        let fault = |op: &str, median: u32| {
-            format!(
-                "LITE-RECORD {{\"latency\":{{\"op\":\"{op}\",\"size\":4096,\"iters\":300,\
-                 \"median\":{median}.00,\"p10\":{}.00,\"p90\":{}.00,\"min\":1,\"max\":9999,\
-                 \"stdev\":1}}}}\n",
-                median - 50,
-                median + 50
-            )
-        };
+        let fault = crate::bench::parse::tests::latency_record_4k;
         let dsm = format!("{}{}", fault("read", 300), fault("dsm_read", 450));
         m.add_log("node2", &format!("{node2}{LOCK_LOG}{QOS_LOG}{dsm}"));
         let (lines, ranges) = charts(&m);

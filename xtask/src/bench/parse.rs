@@ -663,6 +663,18 @@ LITE-RECORD {\"throughput\":{\"op\":\"memcpy\",\"size\":4096,\"iters\":1000,\"av
 ";
 
     /// perftest's `ib_send_lat` client table and `lite-bench`'s RPC lines.
+    /// A `lite-bench` latency record of 4096 B operations `op` whose median
+    /// is `median` µs, p10 and p90 100 µs either side.
+    pub(crate) fn latency_record_4k(op: &str, median: u32) -> String {
+        format!(
+            "LITE-RECORD {{\"latency\":{{\"op\":\"{op}\",\"size\":4096,\"iters\":500,\
+             \"median\":{median}.00,\"p10\":{}.00,\"p90\":{}.00,\"min\":1,\"max\":9999,\
+             \"stdev\":1}}}}\n",
+            median - 100,
+            median + 100
+        )
+    }
+
     pub(crate) const RPC_LOG: &str = "\
 LITE-PERFTEST-BEGIN test=ib_send_lat size=64 side=client
  #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 

@@ -1036,8 +1036,8 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        assert_rows, failure_logs, measured, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
-        FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
+        assert_rows, failure_logs, latency_record_4k, measured, words, words_of, ATOMIC_LOG,
+        BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
 
     #[test]
@@ -1056,15 +1056,7 @@ mod tests {
         let rpc_async = "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
              64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
              LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n";
-        let record = |op: &str, median: u32| {
-            format!(
-                "LITE-RECORD {{\"latency\":{{\"op\":\"{op}\",\"size\":4096,\"iters\":500,\
-                 \"median\":{median}.00,\"p10\":{}.00,\"p90\":{}.00,\"min\":1,\"max\":9999,\
-                 \"stdev\":1}}}}\n",
-                median - 100,
-                median + 100
-            )
-        };
+        let record = latency_record_4k;
         let throughput = |op: &str, average: u32| {
             format!(
                 "LITE-RECORD {{\"throughput\":{{\"op\":\"{op}\",\"size\":4096,\"depth\":4,\
