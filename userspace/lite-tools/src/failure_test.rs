@@ -89,6 +89,7 @@ use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expe
 use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
+use crate::plan::{lowest_other, others_in_ring_order};
 use crate::resources::{self, Comparison, Counters, RESOURCES_FILE};
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
@@ -205,23 +206,14 @@ pub trait SharedKernel: Kernel + Send + 'static {}
 
 impl<K: Kernel + Send + 'static> SharedKernel for K {}
 
-/// Which part a node plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Stays up and checks how the cluster copes.
-    Survivor,
-    /// Sets up state the others depend on, then gets killed.
-    Victim,
-}
-
-impl Role {
-    /// The role named `survivor` or `victim`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "survivor" => Ok(Role::Survivor),
-            "victim" => Ok(Role::Victim),
-            _ => Err("expected survivor or victim".to_string()),
-        }
+named_enum! {
+    /// Which part a node plays, named as on the command line.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Role {
+        /// Stays up and checks how the cluster copes.
+        Survivor = "survivor",
+        /// Sets up state the others depend on, then gets killed.
+        Victim = "victim",
     }
 }
 
@@ -319,11 +311,6 @@ pub fn decode_lock_record(bytes: &[u8; LOCK_RECORD_LEN]) -> Result<LockRecord, S
     })
 }
 
-/// Survivor A: the lowest id among 1..=nodes other than `victim`.
-pub fn survivor_a(victim: u32, nodes: u32) -> Option<u32> {
-    (1..=nodes).find(|&n| n != victim)
-}
-
 /// The one node other than `me` among 1..=nodes on which `has_port` finds
 /// RPC port `port` (it returns `lite_query_port`'s result for a node).
 pub fn find_port_owner(
@@ -354,13 +341,9 @@ pub fn find_port_owner(
 /// The survivor after `me` in ascending order of ids, wrapping around;
 /// `None` if `me` is the only survivor.
 pub fn next_survivor(me: u32, victim: u32, nodes: u32) -> Option<u32> {
-    let survivors: Vec<u32> = (1..=nodes).filter(|&n| n != victim).collect();
-    survivors
-        .iter()
-        .copied()
-        .find(|&n| n > me)
-        .or_else(|| survivors.first().copied())
-        .filter(|&n| n != me)
+    others_in_ring_order(me, nodes)
+        .into_iter()
+        .find(|&n| n != victim)
 }
 
 /// This node's `held_chunks` counter.
@@ -693,7 +676,7 @@ fn set_up_survivor<K: Kernel, W: Write>(
         return setup;
     };
     setup.victim = Some(victim);
-    if let Some(home) = survivor_a(victim, nodes) {
+    if let Some(home) = lowest_other(victim, nodes) {
         setup.dsm = dsm::set_up(kernel, tap, me, home);
     }
 
@@ -775,7 +758,7 @@ fn check_record(record: &LockRecord, victim: u32, nodes: u32) -> Result<(), Stri
             problems.push(format!("the victim could not create {lock}"));
         }
     }
-    let expected = survivor_a(victim, nodes);
+    let expected = lowest_other(victim, nodes);
     if Some(record.home) != expected {
         problems.push(format!(
             "survivor A should be the lowest id other than the victim's ({})",
@@ -1281,7 +1264,7 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
         find_victims_locks(kernel.as_ref(), tap, me, victim, nodes)
     });
     let shared = setup.dsm.take();
-    if setup.victim.and_then(|victim| survivor_a(victim, nodes)) == Some(me) {
+    if setup.victim.and_then(|victim| lowest_other(victim, nodes)) == Some(me) {
         dsm::write_survivors_page(&shared);
     }
     let base = held_chunks(kernel.as_ref());

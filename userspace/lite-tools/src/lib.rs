@@ -35,8 +35,8 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 
 /// Declares a field-less enum whose variants have names (in a file, on a
-/// command line): `ALL`, every variant in declaration order, `name` and
-/// `from_name`.
+/// command line): `ALL`, every variant in declaration order, `name`,
+/// `from_name` and `parse`.
 macro_rules! named_enum {
     ($(#[$meta:meta])* $vis:vis enum $type:ident {
         $($(#[$variant_meta:meta])* $variant:ident = $name:literal,)*
@@ -60,6 +60,12 @@ macro_rules! named_enum {
             /// The variant named `name`.
             pub fn from_name(name: &str) -> Option<$type> {
                 Self::ALL.into_iter().find(|variant| variant.name() == name)
+            }
+
+            /// The variant named `name`, or which names there are.
+            pub fn parse(name: &str) -> Result<$type, String> {
+                let names = [$($name),*].join(" or ");
+                Self::from_name(name).ok_or_else(|| format!("expected {names}"))
             }
         }
     };

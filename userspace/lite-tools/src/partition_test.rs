@@ -71,6 +71,7 @@ use crate::failure_test::{
 };
 use crate::kernel::Kernel;
 use crate::pattern;
+use crate::plan::lowest_other;
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 
@@ -132,23 +133,14 @@ const TOTAL_BACK_TIMEOUT: Duration = Duration::from_secs(60);
 /// above on checks that fail.
 const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 
-/// Which part a node plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Stays connected and watches the cut node go and come back.
-    Survivor,
-    /// Gets cut off from the network, and joins again on its own.
-    Cut,
-}
-
-impl Role {
-    /// The role named `survivor` or `cut`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "survivor" => Ok(Role::Survivor),
-            "cut" => Ok(Role::Cut),
-            _ => Err("expected survivor or cut".to_string()),
-        }
+named_enum! {
+    /// Which part a node plays, named as on the command line.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Role {
+        /// Stays connected and watches the cut node go and come back.
+        Survivor = "survivor",
+        /// Gets cut off from the network, and joins again on its own.
+        Cut = "cut",
     }
 }
 
@@ -186,11 +178,6 @@ pub struct PartitionConfig {
     /// How long every node's traffic of the pause phase runs, by its own
     /// clock, once every node allocated its LMRs; zero leaves the phase out.
     pub pause_traffic: Duration,
-}
-
-/// The node holding LMR Y: the lowest node other than the cut node.
-pub fn holder_of(cut: u32, nodes: u32) -> Option<u32> {
-    (1..=nodes).find(|&n| n != cut)
 }
 
 /// Seed of P2, what the cut node writes into LMR Y on `holder`.
@@ -575,7 +562,7 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
         nodes,
         (CUT_PORT, "the node to cut off"),
     );
-    let holder = cut.and_then(|cut| holder_of(cut, nodes));
+    let holder = cut.and_then(|cut| lowest_other(cut, nodes));
     let lmr = if holder == Some(me) {
         publish_lmr(kernel.as_ref(), tap, me)
     } else {
@@ -1020,7 +1007,7 @@ pub fn run_cut<K: SharedKernel, W: Write>(
     if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
         return;
     }
-    let holder = holder_of(me, nodes);
+    let holder = lowest_other(me, nodes);
     let mapping = match holder {
         Some(holder) => handle_of(
             kernel.ask_lmr(holder, LMR_NAME, PERM_WRITE, LMR_PASSWORD),

@@ -99,6 +99,12 @@ pub fn others_in_ring_order(me: u32, nodes: u32) -> Vec<u32> {
     others
 }
 
+/// The lowest node of 1..=nodes other than `node`: the failure test's
+/// survivor A, the partition test's holder of LMR Y.
+pub fn lowest_other(node: u32, nodes: u32) -> Option<u32> {
+    (1..=nodes).find(|&n| n != node)
+}
+
 /// Targets in priority order: spread (when there is another node), the
 /// next node, this node, then the remaining nodes in ring order.
 pub fn targets(me: u32, nodes: u32) -> Vec<u32> {
@@ -194,6 +200,10 @@ mod tests {
         assert_eq!(others_in_ring_order(2, 4), vec![3, 4, 1]);
         assert_eq!(others_in_ring_order(4, 4), vec![1, 2, 3]);
         assert!(others_in_ring_order(1, 1).is_empty());
+        assert_eq!(
+            [(4, 4), (1, 3), (3, 3), (1, 1)].map(|(n, all)| lowest_other(n, all)),
+            [Some(1), Some(2), Some(1), None]
+        );
         // An id beyond --nodes still sees every node of 1..=nodes.
         assert_eq!(others_in_ring_order(5, 3), vec![3, 1, 2]);
     }

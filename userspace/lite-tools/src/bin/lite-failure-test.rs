@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, invalid, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::failure_test::{
     run_survivor, run_victim, CyclePacing, FailureConfig, Role, OVERLOAD, READY_MARKER,
 };
@@ -28,22 +28,22 @@ const CLI: Cli = Cli {
     about: "Runs one node's part of the LITE node failure test.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes, the victim included (at least 3)",
-        },
-        OptionSpec {
-            name: "role",
-            value_name: "ROLE",
-            help: "survivor (checks and reports TAP) or victim (gets killed)",
-        },
-        OptionSpec {
-            name: "second-address",
-            value_name: "ADDR/LEN",
-            help: "address of eth1, on which the leaver adds a second Soft-RoCE device \
+        option(
+            "nodes",
+            "N",
+            "number of nodes, the victim included (at least 3)",
+        ),
+        option(
+            "role",
+            "ROLE",
+            "survivor (checks and reports TAP) or victim (gets killed)",
+        ),
+        option(
+            "second-address",
+            "ADDR/LEN",
+            "address of eth1, on which the leaver adds a second Soft-RoCE device \
                    (default: it keeps rxe0)",
-        },
+        ),
     ],
 };
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::kernel::Syscalls;
 use lite_tools::partition_test::{run_cut, run_survivor, Pacing, PartitionConfig, Role};
 use lite_tools::tap::report_to_stdout;
@@ -32,22 +32,22 @@ const CLI: Cli = Cli {
     about: "Runs one node's part of the LITE network partition test.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes, the cut node included (at least 2)",
-        },
-        OptionSpec {
-            name: "role",
-            value_name: "ROLE",
-            help: "survivor (stays connected) or cut (the harness cuts it off)",
-        },
-        OptionSpec {
-            name: "pause-traffic",
-            value_name: "S",
-            help: "seconds of checked traffic with every node while the harness pauses a VM, \
+        option(
+            "nodes",
+            "N",
+            "number of nodes, the cut node included (at least 2)",
+        ),
+        option(
+            "role",
+            "ROLE",
+            "survivor (stays connected) or cut (the harness cuts it off)",
+        ),
+        option(
+            "pause-traffic",
+            "S",
+            "seconds of checked traffic with every node while the harness pauses a VM, \
                    before the partition (0, the default: no pause phase)",
-        },
+        ),
     ],
 };
 
@@ -70,10 +70,7 @@ fn parse_config(parsed: &Parsed) -> Result<(PartitionConfig, Role), ArgError> {
 
 fn main() -> ExitCode {
     let (config, role) = CLI.config_or_exit(parse_config);
-    let name = match role {
-        Role::Survivor => "survivor",
-        Role::Cut => "cut",
-    };
+    let name = role.name();
     let header = format!(
         "lite-partition-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, {name}, {} s of traffic \
          through pauses",

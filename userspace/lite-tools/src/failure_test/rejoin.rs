@@ -68,6 +68,7 @@ use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::guest_devices::{SecondDevice, FIRST_DEVICE, SECOND_DEVICE};
 use crate::kernel::Kernel;
 use crate::pattern;
+use crate::plan::others_in_ring_order;
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
 
@@ -202,11 +203,8 @@ pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
             observers: observers.to_vec(),
         });
     }
-    let peer = observers
-        .iter()
-        .copied()
-        .find(|&n| n > me)
-        .or_else(|| observers.first().copied())?;
+    let mut next = others_in_ring_order(me, nodes).into_iter();
+    let peer = next.find(|n| observers.contains(n))?;
     Some(Part::Observer {
         leaver,
         peer,
@@ -285,7 +283,6 @@ fn leave_and_rejoin<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: node {me} holds chunks of the observers' spread LMRs before \
- \
              its first leave (held_chunks {shown})"
         ),
         match held {
@@ -363,7 +360,6 @@ fn map_spread_point<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: leaver (node {me}) mapped observer {owner}'s spread LMR and read \
- \
              it back intact through the mapping ({} MiB, node {owner}'s pattern)",
             SPREAD_LMR_SIZE >> 20
         ),
@@ -510,7 +506,6 @@ fn leave_verdict(ret: c_long, mapped: Option<u32>) -> Result<(), String> {
         match mapped {
             Some(owner) if refused.contains(&ret) => format!(
                 "{e}: the leave refused to move the chunks held here, while this node maps \
- \
                  node {owner}'s spread LMR (chunks of a mapped LMR must move too)"
             ),
             _ => e,
@@ -597,7 +592,6 @@ fn one_cycle<K: SharedKernel, W: Write>(
                 tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me}'s checked traffic with an observer \
- \
                      while {second} goes away: no byte differs, and it ends with -ENOTCONN"
                 ),
                 report,
@@ -639,7 +633,6 @@ fn one_cycle<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: once left, get_node_id, leave(0) again and \
- \
              rdma_write on a handle from before the leave return -ENOTCONN"
         ),
         out_of_the_cluster(kernel.as_ref(), old, password),
@@ -692,7 +685,6 @@ fn one_cycle<K: SharedKernel, W: Write>(
                 tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me} runs checked traffic with an observer \
- \
                      over {second} for {} s: no error, no byte differs",
                     DEVICE_TRAFFIC_SPELL.as_secs()
                 ),
@@ -837,7 +829,6 @@ impl SizeWatch {
                 Ok(change) if change.at_ns > deadline_ns => {
                     return Err(format!(
                         "get_total_node did not return {target} in time (the next change, to \
- \
                          {}, came {} ms late)",
                         describe_result(change.total),
                         elapsed_ms(deadline_ns, change.at_ns)
@@ -926,7 +917,6 @@ fn observe<K: SharedKernel, W: Write>(
                         if cycle < CYCLES {
                             tap.comment(&format!(
                                 "cycles {} to {CYCLES} not followed: cycle {cycle} did not \
- \
                                  complete",
                                 cycle + 1
                             ));
@@ -978,7 +968,6 @@ fn set_up_observer<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB spread (node 0) and a write of node {me}'s \
- \
              pattern over all of it return 0",
             SPREAD_LMR_SIZE >> 20
         ),
@@ -1006,7 +995,6 @@ fn set_up_observer<K: SharedKernel, W: Write>(
     let traffic = tap.check_value(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB on node {peer} for traffic during the \
- \
              cycles returns a handle",
             TRAFFIC_LMR_SIZE >> 20
         ),
@@ -1112,7 +1100,6 @@ fn follow_cycle<W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: get_total_node went from {whole} to {without} and \
- \
              back to {whole} (node {leaver} left and joined again)"
         ),
         outcome,
@@ -1151,7 +1138,6 @@ fn check_spread<K: SharedKernel, W: Write>(
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: the {} MiB spread LMR reads back {how} with this \
- \
              node's pattern",
             SPREAD_LMR_SIZE >> 20
         ),

@@ -9,8 +9,8 @@ use lite::sys::{LiteLock, NODE_SPREAD};
 
 use super::{
     alloc_lmr, describe_overload, encode_lock_record, enter_setup_barrier, join, overload_phase,
-    survivor_a, write_pattern, FailureConfig, LockRecord, LOCK_RECORD_NAME, LOCK_RECORD_PASSWORD,
-    READY_MARKER, SETUP_BARRIER_TIMEOUT, SPREAD_SIZE, VICTIM_PORT, VICTIM_PORT_MAX_SIZE,
+    write_pattern, FailureConfig, LockRecord, LOCK_RECORD_NAME, LOCK_RECORD_PASSWORD, READY_MARKER,
+    SETUP_BARRIER_TIMEOUT, SPREAD_SIZE, VICTIM_PORT, VICTIM_PORT_MAX_SIZE,
 };
 use crate::cluster_test::io::{await_members, handle_of};
 use crate::cluster_test::password_of;
@@ -18,6 +18,7 @@ use crate::cluster_test::rpc::register;
 use crate::errno::{describe_result, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
+use crate::plan::lowest_other;
 
 /// Writes one line to `out` and flushes it, so that it reaches the
 /// console before the machine is killed.
@@ -99,7 +100,7 @@ pub(super) fn hold_victim_locks<K: Kernel, W: Write>(
     nodes: u32,
     log: &mut VictimLog<'_, W>,
 ) {
-    let Some(home) = survivor_a(me, nodes) else {
+    let Some(home) = lowest_other(me, nodes) else {
         log.step("finding survivor A", Err("no other node".to_string()));
         return;
     };
@@ -184,7 +185,7 @@ pub fn run_victim<K: Kernel, W: Write>(
     }
     hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
-    if let Some(home) = survivor_a(me, nodes) {
+    if let Some(home) = lowest_other(me, nodes) {
         if let Some(held) = super::dsm::victim_holds_a_page(kernel, home) {
             log.step(
                 "T8: opening survivor A's DSM region and writing a page",

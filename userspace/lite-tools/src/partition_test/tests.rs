@@ -18,13 +18,6 @@ fn roles_parse() {
 }
 
 #[test]
-fn the_lowest_other_node_holds_the_lmr() {
-    assert_eq!(holder_of(3, 3), Some(1));
-    assert_eq!(holder_of(1, 3), Some(2));
-    assert_eq!(holder_of(1, 1), None);
-}
-
-#[test]
 fn the_two_patterns_differ() {
     let (mut p2, mut p3) = (vec![0u8; 64], vec![0u8; 64]);
     pattern::fill(cut_pattern(3, 1), 0, &mut p2);
