@@ -19,7 +19,7 @@
 
 use std::cell::Cell;
 use std::io;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -344,17 +344,27 @@ where
     T: Send + 'static,
     F: FnOnce(&K) -> T + Send + 'static,
 {
-    let (sender, receiver) = mpsc::channel();
     let kernel = Arc::clone(kernel);
-    thread::Builder::new()
-        .spawn(move || {
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(call(&kernel));
-        })
-        .map_err(|e| format!("cannot start a thread: {e}"))?;
-    receiver
+    spawn_reporting("bounded", move || call(&kernel))?
         .recv_timeout(timeout)
         .map_err(|_| format!("did not return within {}", show(timeout)))
+}
+
+/// Runs `work` on a thread named `name`; what it returns arrives on the
+/// returned channel.
+pub(crate) fn spawn_reporting<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Receiver<T>, String> {
+    let (sender, reports) = mpsc::channel();
+    thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(work());
+        })
+        .map_err(|e| format!("cannot start the {name} thread: {e}"))?;
+    Ok(reports)
 }
 
 #[cfg(test)]

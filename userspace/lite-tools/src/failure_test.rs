@@ -84,7 +84,7 @@ use crate::cluster_test::io::{
     write_at,
 };
 use crate::cluster_test::password_of;
-use crate::deadline::bounded;
+use crate::deadline::{bounded, spawn_reporting};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
@@ -1442,43 +1442,15 @@ impl<T: Send + 'static> Stoppable<T> {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Tells the thread, the `what`, to stop and takes its report (see
-    /// [`report_once_stopped`]).
+    /// Tells the thread, the `what`, to stop and takes its report, if it
+    /// comes within [`THREAD_STOP_TIMEOUT`].
     pub(crate) fn finish(self, what: &str) -> Result<T, String> {
         self.stop();
-        report_once_stopped(Ok(self.reports), what)
+        let within = THREAD_STOP_TIMEOUT.as_secs();
+        self.reports
+            .recv_timeout(THREAD_STOP_TIMEOUT)
+            .map_err(|_| format!("the {what} did not stop within {within} s of being told to"))
     }
-}
-
-/// The report of the thread `what` that was told to stop, if it comes
-/// within [`THREAD_STOP_TIMEOUT`].
-pub(crate) fn report_once_stopped<T>(
-    reports: Result<Receiver<T>, String>,
-    what: &str,
-) -> Result<T, String> {
-    reports?.recv_timeout(THREAD_STOP_TIMEOUT).map_err(|_| {
-        format!(
-            "the {what} did not stop within {} s of being told to",
-            THREAD_STOP_TIMEOUT.as_secs()
-        )
-    })
-}
-
-/// Runs `work` on a thread named `name`; what it returns arrives on the
-/// returned channel.
-pub(crate) fn spawn_reporting<T: Send + 'static>(
-    name: &str,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<Receiver<T>, String> {
-    let (sender, reports) = mpsc::channel();
-    thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(work());
-        })
-        .map_err(|e| format!("cannot start the {name} thread: {e}"))?;
-    Ok(reports)
 }
 
 /// What a survivor's unlock, and lock and unlock after it, of a lock it
