@@ -215,8 +215,10 @@ struct Watch {
     done: bool,
 }
 
-fn lock(watch: &Mutex<Watch>) -> MutexGuard<'_, Watch> {
-    watch
+/// Locks `mutex`, also after a panic while it was held: what it guards
+/// stays usable for the checks that follow.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

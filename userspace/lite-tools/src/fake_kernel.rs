@@ -49,6 +49,7 @@ use lite::sys::{
 };
 use lite::Priority;
 
+pub(crate) use crate::deadline::lock;
 use crate::debugfs::membership::MEMBERSHIP_FILE;
 use crate::debugfs::quotas::{parse_command, Limit, Limits, Resource, Usage, QUOTAS_FILE};
 use crate::debugfs::{parse_stats, Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, STATS_FILE};
@@ -431,14 +432,6 @@ impl Access {
             allow_freed: false,
         }
     }
-}
-
-/// Locks `mutex`, also after a panic while it was held: the models' state
-/// stays usable for the checks that follow.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl FakeKernel {

@@ -97,9 +97,13 @@ pub mod tap;
 /// serial console is complete even if the program hangs or the machine
 /// is shut down right after.
 pub fn say(line: fmt::Arguments<'_>) {
-    let mut stdout = std::io::stdout().lock();
-    // A closed stdout leaves nowhere to report to; the exit status remains.
-    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    say_to(&mut std::io::stdout().lock(), line);
+}
+
+/// Writes one line to `out` and flushes it at once, as [`say`] does.
+pub(crate) fn say_to(out: &mut impl Write, line: impl fmt::Display) {
+    // A closed console leaves nowhere to report to; the exit status remains.
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 /// Largest cluster the tools accept: node ids are 1..MAX_NODES.

@@ -19,13 +19,7 @@ use crate::errno::{describe_result, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::plan::lowest_other;
-
-/// Writes one line to `out` and flushes it, so that it reaches the
-/// console before the machine is killed.
-fn say_to<W: Write>(out: &mut W, line: &str) {
-    // A broken console leaves nowhere to report to.
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-}
+use crate::say_to;
 
 /// The victim's progress lines.
 pub(super) struct VictimLog<'w, W: Write> {
@@ -35,7 +29,7 @@ pub(super) struct VictimLog<'w, W: Write> {
 
 impl<W: Write> VictimLog<'_, W> {
     fn note(&mut self, text: &str) {
-        say_to(self.out, &format!("lite-failure-test: victim: {text}"));
+        say_to(self.out, format_args!("lite-failure-test: victim: {text}"));
     }
 
     /// Notes `what` as done, or as failed with the reason.

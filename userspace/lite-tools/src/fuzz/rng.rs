@@ -34,12 +34,7 @@ impl Rng {
     pub fn from_seed(seed: u64) -> Rng {
         let mut s = seed;
         Rng {
-            state: [
-                splitmix64(&mut s),
-                splitmix64(&mut s),
-                splitmix64(&mut s),
-                splitmix64(&mut s),
-            ],
+            state: std::array::from_fn(|_| splitmix64(&mut s)),
         }
     }
 

@@ -12,6 +12,7 @@ use super::calls::{Syscall, SYSCALLS};
 use super::errnos::{outcome_bucket, OUTCOMES};
 use super::memory::map_anonymous;
 use super::rng::Rng;
+use crate::stats::monotonic_ns;
 
 /// Most fuzzing processes per node.
 pub(crate) const MAX_PROCS: usize = 8;
@@ -26,16 +27,7 @@ const RING: usize = 16;
 
 /// Milliseconds of `CLOCK_MONOTONIC`, the same in every process; never 0.
 pub(crate) fn now_ms() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write to.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1000)
-        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
-        .max(1)
+    (monotonic_ns() / 1_000_000).max(1)
 }
 
 /// What one thread is calling.
