@@ -822,57 +822,38 @@ fn find_victims_locks<K: Kernel, W: Write>(
     locks
 }
 
-/// A survivor's call that waits on the victim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    /// T1: `lite_rdma_write` to LMR A, in a loop until it fails.
-    RdmaWrite,
-    /// T2: `lite_send_reply_imm` to the victim's port.
-    SendReplyImm,
-    /// T3: `lite_lock` on the victim's lock.
-    Lock,
-    /// T6, on survivor B only: `lite_lock` on lock W, which the victim holds
-    /// on survivor A.
-    WaitedLock,
-    /// T4: `lite_dist_barrier` with all nodes.
-    DistBarrier,
-    /// T7: `liteapi_send_reply` from this node's kernel to the victim's
-    /// kernel message handler, which holds its calls.
-    KernelMessage,
+named_enum! {
+    /// A survivor's call that waits on the victim, in report order; its
+    /// name, told apart for the lock that must come with `EOWNERDEAD`,
+    /// names its stall.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Call {
+        /// T1: `lite_rdma_write` to LMR A, in a loop until it fails.
+        RdmaWrite = "rdma_write",
+        /// T2: `lite_send_reply_imm` to the victim's port.
+        SendReplyImm = "send_reply_imm",
+        /// T3: `lite_lock` on the victim's lock.
+        Lock = "lock",
+        /// T6, on survivor B only: `lite_lock` on lock W, which the victim
+        /// holds on survivor A.
+        WaitedLock = "lock_owner_dead",
+        /// T4: `lite_dist_barrier` with all nodes.
+        DistBarrier = "dist_barrier",
+        /// T7: `liteapi_send_reply` from this node's kernel to the victim's
+        /// kernel message handler, which holds its calls.
+        KernelMessage = "kernel_message",
+    }
 }
 
 impl Call {
-    /// Every call, in report order.
-    pub const ALL: [Call; 6] = [
-        Call::RdmaWrite,
-        Call::SendReplyImm,
-        Call::Lock,
-        Call::WaitedLock,
-        Call::DistBarrier,
-        Call::KernelMessage,
-    ];
-
-    /// Each call's name, told apart for the lock that must come with
-    /// `EOWNERDEAD`, which names its stall; and the errno it must return
-    /// once the victim is dead: every call fails with `EHOSTDOWN`, except
-    /// that lock W is handed over, held, with `EOWNERDEAD`.
-    const TRAITS: [(&'static str, i32); Call::ALL.len()] = [
-        ("rdma_write", libc::EHOSTDOWN),
-        ("send_reply_imm", libc::EHOSTDOWN),
-        ("lock", libc::EHOSTDOWN),
-        ("lock_owner_dead", libc::EOWNERDEAD),
-        ("dist_barrier", libc::EHOSTDOWN),
-        ("kernel_message", libc::EHOSTDOWN),
-    ];
-
-    /// The call's name (see [`Call::TRAITS`]).
-    pub fn name(self) -> &'static str {
-        Self::TRAITS[self as usize].0
-    }
-
-    /// The errno the call must return (see [`Call::TRAITS`]).
+    /// The errno the call must return once the victim is dead: every call
+    /// fails with `EHOSTDOWN`, except that lock W is handed over, held,
+    /// with `EOWNERDEAD`.
     pub fn expected_errno(self) -> i32 {
-        Self::TRAITS[self as usize].1
+        match self {
+            Call::WaitedLock => libc::EOWNERDEAD,
+            _ => libc::EHOSTDOWN,
+        }
     }
 }
 
