@@ -126,7 +126,7 @@ macro_rules! kernel_calls {
 pub(crate) use kernel_calls;
 
 /// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
-const NOBODY: u32 = 65534;
+pub const NOBODY: u32 = 65534;
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).

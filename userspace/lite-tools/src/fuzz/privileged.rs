@@ -27,20 +27,14 @@ use super::report::{self, call_and_result};
 use super::rng::Rng;
 use super::shared::{now_ms, Shared, UNPRIVILEGED};
 use crate::cluster_test::privilege::credentials_of;
-use crate::debugfs::{self, DEBUGFS_DIR, RPC_FAULT_FILE};
+use crate::debugfs::{
+    self, QosParam, DEBUGFS_DIR, HEARTBEAT_FILE, MANAGER_TIMEOUT_FILE, RPC_FAULT_FILE,
+};
+use crate::kernel::NOBODY;
 
-/// User and group of the unprivileged process (`nobody`, `nogroup`).
-pub(crate) const NOBODY: u32 = 65534;
-
-/// The settings written: debugfs files holding a number.
-const SETTINGS: [&str; 6] = [
-    "qos_enabled",
-    "qos_window_us",
-    "qos_delay_us",
-    "qos_max_delay_us",
-    "heartbeat_ms",
-    "manager_timeout_ms",
-];
+/// The settings written besides the QoS parameters: debugfs files
+/// holding a number.
+const TIMINGS: [&str; 2] = [HEARTBEAT_FILE, MANAGER_TIMEOUT_FILE];
 
 /// A setting opened for writing by root, and the text to write to it.
 pub(crate) struct Setting {
@@ -59,7 +53,8 @@ pub(crate) fn open_settings() -> (Vec<Setting>, Vec<String>) {
             .write(true)
             .open(format!("{DEBUGFS_DIR}/{name}"))
     };
-    for name in SETTINGS {
+    let qos = QosParam::ALL.map(QosParam::file_name);
+    for name in qos.into_iter().chain(TIMINGS) {
         let value = debugfs::read_file(name).map(|text| text.trim().to_string());
         match (value, open(name)) {
             (Ok(value), Ok(file)) if !value.is_empty() => {
@@ -199,7 +194,7 @@ mod tests {
         }
         let (settings, missing) = open_settings();
         assert!(settings.is_empty());
-        assert_eq!(missing.len(), SETTINGS.len() + 1);
+        assert_eq!(missing.len(), QosParam::ALL.len() + TIMINGS.len() + 1);
         assert!(missing.iter().any(|m| m.starts_with("rpc_fault_next: ")));
     }
 }
