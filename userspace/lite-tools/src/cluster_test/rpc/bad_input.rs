@@ -45,25 +45,13 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     // Calls, sends and lookups aimed at nodes and ports that cannot be.
     let absent = MAX_NODES - 1;
     let service = format!("port {SERVICE_PORT} of node");
+    let too_large = format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}");
+    let never = format!("{service} 0 (never a member)");
+    let beyond = format!("{service} {MAX_NODES} (>= LITE_MAX_NODES)");
     let mut targets = vec![
-        (
-            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}"),
-            me,
-            MAX_PORTS,
-            EINVAL,
-        ),
-        (
-            format!("{service} 0 (never a member)"),
-            0,
-            SERVICE_PORT,
-            EHOSTUNREACH,
-        ),
-        (
-            format!("{service} {MAX_NODES} (>= LITE_MAX_NODES)"),
-            MAX_NODES,
-            SERVICE_PORT,
-            EINVAL,
-        ),
+        (too_large, me, MAX_PORTS, EINVAL),
+        (never, 0, SERVICE_PORT, EHOSTUNREACH),
+        (beyond, MAX_NODES, SERVICE_PORT, EINVAL),
     ];
     let unreachable = format!("{service} {absent} (not in the cluster)");
     if nodes < absent {
@@ -183,11 +171,8 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         ..valid
     };
     refused(&what, args, EINVAL);
-    refused(
-        "a request of 0 B",
-        LiteMulticast { size: 0, ..valid },
-        EINVAL,
-    );
+    let what = "a request of 0 B";
+    refused(what, LiteMulticast { size: 0, ..valid }, EINVAL);
     let what = "the node list at unmapped address 0x8";
     refused(what, LiteMulticast { nodes: 8, ..valid }, EFAULT);
     let what = "the request at unmapped address 0x8";
