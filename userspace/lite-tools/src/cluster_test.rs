@@ -890,6 +890,7 @@ pub(crate) mod tests {
 
     /// A defect of the model and what the run must show on each node it
     /// checks.
+    #[derive(Default)]
     struct Caught {
         defects: Defects,
         nodes: u32,
@@ -920,14 +921,7 @@ pub(crate) mod tests {
         Caught {
             defects: defects_with(set),
             nodes: 2,
-            checked: &[],
-            failures: None,
-            at_least: false,
-            first: &[],
-            among: &[],
-            every: None,
-            output: &[],
-            of_node: None,
+            ..Caught::default()
         }
     }
 
