@@ -148,24 +148,20 @@ pub(super) fn run<K: Kernel, W: Write>(
             let args: Vec<String> = args.split_whitespace().map(String::from).collect();
             run_and_judge(app.program, &args)
         };
-        let lite = run(format!("--transport lite --cm {cm} --nodes {nodes}"));
-        let point = |transport: &str| {
-            format!(
+        for &transport in app.transports() {
+            let options = match transport {
+                "LITE" => Ok(format!("--transport lite --cm {cm} --nodes {nodes}")),
+                "TCP" => layout.clone().map(|(hosts, rank)| {
+                    format!("--transport tcp --hosts {hosts} --rank {rank} --port {port}")
+                }),
+                "alone" => Ok("--transport local".into()),
+                _ => Ok(format!("--transport dsm --cm {cm} --nodes {nodes}")),
+            };
+            let point = format!(
                 "node {me}: {} ({transport}) matches the reference",
                 app.what
-            )
-        };
-        tap.check(&point("LITE"), lite);
-        let tcp = layout.clone().and_then(|(hosts, rank)| {
-            run(format!(
-                "--transport tcp --hosts {hosts} --rank {rank} --port {port}"
-            ))
-        });
-        tap.check(&point("TCP"), tcp);
-        tap.check(&point("alone"), run("--transport local".into()));
-        if app.over_dsm {
-            let dsm = run(format!("--transport dsm --cm {cm} --nodes {nodes}"));
-            tap.check(&point("DSM"), dsm);
+            );
+            tap.check(&point, options.and_then(run));
         }
     }
     Ok(())

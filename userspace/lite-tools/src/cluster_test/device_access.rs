@@ -92,13 +92,8 @@ mod tests {
              FAIL node 3: a read outside LITE's regions is refused: error -5\n",
         );
         assert_eq!(checks.len(), 3);
-        assert_eq!(
-            checks[0],
-            (
-                "node 2: a write into a buffer of the remote memory pool is accepted".to_string(),
-                Ok(())
-            )
-        );
+        let accepted = "node 2: a write into a buffer of the remote memory pool is accepted";
+        assert_eq!(checks[0], (accepted.to_string(), Ok(())));
         let refused = "node 2: a write outside LITE's regions is refused, the memory unchanged";
         assert_eq!(checks[1].0, refused);
         assert!(checks[1].1.is_err());

@@ -122,18 +122,24 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let lock = shared.as_ref().map(|(_, lock)| *lock);
     misuse(kernel, tap, at, size);
 
-    let turns = 2 * ROUNDS as usize;
+    let rounds = 2 * ROUNDS as usize;
+    // Two writers fill one page in turn; then every node reads one page
+    // and one node (each in turn) writes it, taking every reader's copy
+    // back.
+    let two_writers: Case<K> =
+        |kernel, at, map, _| turns(kernel, at, map, TURNS_PAGE, |round| (round % 2 + 1) as u32);
+    let readers_then_writer: Case<K> = |kernel, at, map, _| {
+        let writer_of = |round| (round % u64::from(at.nodes)) as u32 + 1;
+        turns(kernel, at, map, READERS_PAGE, writer_of)
+    };
+    let homes = "writes and reads of pages on different homes";
     let cases: [(&str, Case<K>, usize); 6] = [
         ("message passing under a LITE lock", message_passing, 2),
-        ("store buffering across a barrier", store_buffering, turns),
-        ("two writers of one page in turn", two_writers, turns),
-        ("many readers then a writer", readers_then_writer, turns),
+        ("store buffering across a barrier", store_buffering, rounds),
+        ("two writers of one page in turn", two_writers, rounds),
+        ("many readers then a writer", readers_then_writer, rounds),
         ("false sharing of one page by every node", false_sharing, 2),
-        (
-            "writes and reads of pages on different homes",
-            across_homes,
-            turns,
-        ),
+        (homes, across_homes, rounds),
     ];
     for (name, case, barriers) in cases {
         let point = format!("node {me}: DSM {name}");
@@ -268,25 +274,6 @@ fn store_buffering<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLo
     verdict(wrong)
 }
 
-/// Nodes 1 and 2 fill one page in turn; every node checks the whole page
-/// after each turn.
-fn two_writers<K: Kernel>(kernel: &K, at: Node, map: &Mapping, _lock: LiteLock) -> CaseResult {
-    turns(kernel, at, map, TURNS_PAGE, |round| (round % 2 + 1) as u32)
-}
-
-/// Every node reads one page, then one node (each in turn) writes it:
-/// the writer must take every reader's copy back.
-fn readers_then_writer<K: Kernel>(
-    kernel: &K,
-    at: Node,
-    map: &Mapping,
-    _lock: LiteLock,
-) -> CaseResult {
-    turns(kernel, at, map, READERS_PAGE, |round| {
-        (round % u64::from(at.nodes)) as u32 + 1
-    })
-}
-
 /// Each round, `writer_of(round)` fills `page` with the round's pattern;
 /// after a barrier every node checks every word of it.
 fn turns<K: Kernel>(
@@ -385,72 +372,41 @@ fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64
     let open =
         |node, name, size, flags, pw| kernel.dsm_open(node, name, size, flags, pw).unwrap_or(0);
     let region_pw = REGION_PASSWORD;
-    let cases: [(String, c_long, i32); 7] = [
-        (
-            "with unknown flags".into(),
-            open(me, own_name, size, 0x80, 1),
-            EINVAL,
-        ),
-        (
-            format!("creating on node {other}"),
-            open(other, own_name, size, DSM_CREATE, 1),
-            EINVAL,
-        ),
-        (
-            "creating 0 bytes".into(),
-            open(me, own_name, 0, DSM_CREATE, 1),
-            EINVAL,
-        ),
-        (
-            "creating more than LITE_MAX_LMR_SIZE".into(),
-            open(me, own_name, MAX_LMR_SIZE + 1, DSM_CREATE, 1),
-            EINVAL,
-        ),
-        (
-            "creating u64::MAX bytes".into(),
-            open(me, own_name, u64::MAX, DSM_CREATE, 1),
-            EINVAL,
-        ),
-        (
-            "with a wrong password".into(),
-            open(1, REGION_NAME, 0, 0, region_pw ^ 1),
-            EACCES,
-        ),
-        (
-            "with a wrong size".into(),
-            open(1, REGION_NAME, size + 4096, 0, region_pw),
-            EINVAL,
-        ),
-    ];
-    for (what, ret, errno) in cases {
+    let mut fails = |what: &str, ret, errno| {
         let description = format!("node {me}: lite_dsm_open {what} fails");
         tap.check(&description, expect_errno(ret, errno));
-    }
+    };
+    let (create, too_large) = (DSM_CREATE, MAX_LMR_SIZE + 1);
+    let ret = open(me, own_name, size, 0x80, 1);
+    fails("with unknown flags", ret, EINVAL);
+    let on_other = open(other, own_name, size, create, 1);
+    fails(&format!("creating on node {other}"), on_other, EINVAL);
+    fails("creating 0 bytes", open(me, own_name, 0, create, 1), EINVAL);
+    let what = "creating more than LITE_MAX_LMR_SIZE";
+    fails(what, open(me, own_name, too_large, create, 1), EINVAL);
+    let ret = open(me, own_name, u64::MAX, create, 1);
+    fails("creating u64::MAX bytes", ret, EINVAL);
+    let ret = open(1, REGION_NAME, 0, 0, region_pw ^ 1);
+    fails("with a wrong password", ret, EACCES);
+    let ret = open(1, REGION_NAME, size + 4096, 0, region_pw);
+    fails("with a wrong size", ret, EINVAL);
     let fd = open(1, REGION_NAME, 0, 0, region_pw);
-    let region = Region::from_result(fd, size);
-    let mapped = region.as_ref().map(|region| {
-        [
-            (
-                "a private mapping",
-                map_errno(region, REGION_PAGES * PAGE, libc::MAP_PRIVATE),
-            ),
-            (
-                "a mapping past the region's end",
-                map_errno(region, (REGION_PAGES + 1) * PAGE, libc::MAP_SHARED),
-            ),
-        ]
-    });
-    match mapped {
-        Ok(cases) => {
-            for (what, errno) in cases {
-                let description = format!("node {me}: mmap of {what} fails with EINVAL");
-                tap.check(&description, expect_errno(-c_long::from(errno), EINVAL));
-            }
+    let region = match Region::from_result(fd, size) {
+        Ok(region) => region,
+        Err(e) => {
+            let what = format!("node {me}: lite_dsm_open for the mmap cases");
+            return tap.not_ok(&what, &e.to_string());
         }
-        Err(e) => tap.not_ok(
-            &format!("node {me}: lite_dsm_open for the mmap cases"),
-            &e.to_string(),
-        ),
+    };
+    let past_end = "a mapping past the region's end";
+    let mappings = [
+        ("a private mapping", REGION_PAGES, libc::MAP_PRIVATE),
+        (past_end, REGION_PAGES + 1, libc::MAP_SHARED),
+    ];
+    for (what, pages, flags) in mappings {
+        let errno = map_errno(&region, pages * PAGE, flags);
+        let description = format!("node {me}: mmap of {what} fails with EINVAL");
+        tap.check(&description, expect_errno(-c_long::from(errno), EINVAL));
     }
 }
 

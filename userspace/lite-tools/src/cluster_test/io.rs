@@ -344,6 +344,21 @@ pub fn stats<K: Kernel>(kernel: &K) -> Result<LiteStats, String> {
         .map_err(|e| format!("get_stats: {e}"))
 }
 
+/// The counters of `s` that only this process's own LMRs, registrations,
+/// mappings, names, handles and operations change, unlike the node-wide
+/// ones (chunks, connections, locks, atomics, QoS).
+pub fn own_counters(s: &LiteStats) -> [u64; 7] {
+    [
+        s.lmrs,
+        s.registrations,
+        s.mappings,
+        s.published_names,
+        s.handles,
+        s.processes,
+        s.async_in_flight,
+    ]
+}
+
 /// Anonymous private memory from mmap, page aligned, for registration.
 pub struct UserPages {
     address: *mut u8,

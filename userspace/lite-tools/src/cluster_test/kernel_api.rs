@@ -135,27 +135,19 @@ mod tests {
         not ok 1 lite_cluster\n";
 
     #[test]
-    fn parses_passes_failures_and_skips() {
-        let cases = case_results(RESULTS);
-        assert_eq!(
-            cases,
-            vec![
-                ("kernel_remote_memory".to_string(), CaseResult::Passed),
-                ("kernel_async".to_string(), CaseResult::Failed),
-                (
-                    "kernel_registration".to_string(),
-                    CaseResult::Skipped("needs a joined cluster of 2+ nodes".to_string())
-                ),
-                ("kernel_sync".to_string(), CaseResult::Passed),
-                ("kernel_rpc_async".to_string(), CaseResult::Passed),
-                ("kernel_messages".to_string(), CaseResult::Passed),
-                ("lite_cluster".to_string(), CaseResult::Failed),
-            ]
-        );
-    }
-
-    #[test]
-    fn failures_carry_the_failed_checks() {
+    fn parses_passes_failures_and_skips_and_the_failed_checks() {
+        let case = |name: &str, result| (name.to_string(), result);
+        let skipped = CaseResult::Skipped("needs a joined cluster of 2+ nodes".to_string());
+        let expected = vec![
+            case("kernel_remote_memory", CaseResult::Passed),
+            case("kernel_async", CaseResult::Failed),
+            case("kernel_registration", skipped),
+            case("kernel_sync", CaseResult::Passed),
+            case("kernel_rpc_async", CaseResult::Passed),
+            case("kernel_messages", CaseResult::Passed),
+            case("lite_cluster", CaseResult::Failed),
+        ];
+        assert_eq!(case_results(RESULTS), expected);
         let text = diagnostics(RESULTS);
         assert_contains(&text, "cluster.rs:120: back[..] == data[..]");
     }

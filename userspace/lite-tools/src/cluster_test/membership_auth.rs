@@ -288,7 +288,6 @@ fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake_kernel::{Defects, FakeKernel};
     use crate::tap::assert_contains;
 
     #[test]
@@ -308,19 +307,6 @@ mod tests {
             let errno = format!("-{} ", errno_name(case.errno));
             assert_contains(&description, &errno);
         }
-    }
-
-    #[test]
-    fn a_model_skips_every_case() {
-        let kernel = FakeKernel::new(1, 1, Defects::default());
-        let config = TestConfig {
-            cm: Ipv4Addr::LOCALHOST,
-            nodes: 1,
-            data_budget: 0,
-        };
-        let (output, summary) = crate::tap::capture(|tap| run(&kernel, tap, &config, false));
-        crate::tap::assert_count(&output, &format!("# SKIP {WHY_SKIPPED}"), 3);
-        assert!(summary.all_passed(), "{output}");
     }
 
     #[test]

@@ -15,8 +15,8 @@ use lite::sys::{
 
 use super::io::{
     check_each, check_errno, check_errnos, check_free, check_zero, expect_async_read_errno,
-    expect_async_write_errno, handle_of, name_of, read_at, read_vec, stats, unchanged, write_ok,
-    UserPages,
+    expect_async_write_errno, handle_of, name_of, own_counters, read_at, read_vec, stats,
+    unchanged, write_ok, UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
 use crate::cluster_test::io::unless;
@@ -442,19 +442,8 @@ fn stats_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, targ
         if during != expected {
             return Err(format!("before {before:?}, with them {during:?}"));
         }
-        // Node-wide counters (chunks, connections, locks, atomics, QoS)
-        // may change through other nodes meanwhile.
-        let restored = LiteStats {
-            lmrs: before.lmrs,
-            registrations: before.registrations,
-            mappings: before.mappings,
-            published_names: before.published_names,
-            handles: before.handles,
-            processes: before.processes,
-            async_in_flight: before.async_in_flight,
-            ..after
-        };
-        if after != restored {
+        // Node-wide counters may change through other nodes meanwhile.
+        if own_counters(&after) != own_counters(&before) {
             return Err(format!("before {before:?}, after release {after:?}"));
         }
         Ok(())

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
 use super::io::{
-    barrier, check_free, handle_of, name_of, publish, read_vec, stats, write_ok, InStep, UserPages,
+    barrier, check_free, handle_of, name_of, own_counters, publish, read_vec, stats, write_ok,
+    InStep, UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
@@ -291,20 +292,6 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     }
 }
 
-/// The counters process exit must restore.
-fn leak_view(s: &LiteStats) -> [u64; 8] {
-    [
-        s.lmrs,
-        s.registrations,
-        s.mappings,
-        s.published_names,
-        s.held_chunks,
-        s.handles,
-        s.processes,
-        s.async_in_flight,
-    ]
-}
-
 fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let case = format!(
@@ -321,6 +308,8 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     after(tap, "publishing the LMR the exiting child maps")?;
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
+            // What process exit must restore.
+            let leak_view = |s: &LiteStats| (own_counters(s), s.held_chunks);
             let before = stats(kernel)?;
             let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
             let points = points_of(spawn_kind("leak", &args)?)?;

@@ -955,13 +955,8 @@ mod tests {
         let plan = plan(2);
         assert!(failures(&points).is_empty(), "{points:?}");
         assert!(points.iter().all(|(what, _)| !what.contains(": ")));
-        let expected = Usage::default()
-            .with(Resource::RemoteMemory, HALF + 5 * SMALL)
-            .with(Resource::PinnedMemory, 64 << 10)
-            .with(Resource::Lmrs, 8)
-            .with(Resource::Names, 3)
-            .with(Resource::RpcPorts, 2)
-            .with(Resource::Locks, 2);
+        // remote_memory, pinned_memory, lmrs, names, rpc_ports, locks.
+        let expected = PerResource([HALF + 5 * SMALL, 64 << 10, 8, 3, 2, 2]);
         assert_eq!(held.usage, expected);
         assert_eq!(quotas_of(&kernel).usage_of(plan.uid), expected);
         drop(process);

@@ -24,7 +24,7 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
+    barrier, check_each, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
     outcome_of, read_debugfs_as, read_vec, stats, write_debugfs_line, write_ok, InStep, UserPages,
     BARRIER_LIMIT, NO_DEBUGFS,
 };
@@ -755,21 +755,17 @@ fn exiting_holder<K: Kernel, W: Write>(
 fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let set =
         |priority: u32, previous: u32| expect_value(kernel.set_priority(priority), previous.into());
-    let point = format!(
-        "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
-    );
-    tap.check(&point, set(PRIORITY_HIGH, PRIORITY_NONE));
-    let point = format!(
-        "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
-    );
-    tap.check(&point, set(PRIORITY_LOW, PRIORITY_HIGH));
-    let what = format!("node {me}: set_priority({INVALID_PRIORITY})");
-    let ret = kernel.set_priority(INVALID_PRIORITY);
-    check_errno(tap, &what, ret, libc::EINVAL);
-    tap.check(
-        &format!("node {me}: set_priority(NONE) returns LOW ({PRIORITY_LOW}): the rejected call changed nothing"),
-        set(PRIORITY_NONE, PRIORITY_LOW),
-    );
+    let invalid = || expect_errno(kernel.set_priority(INVALID_PRIORITY), libc::EINVAL);
+    let (none, high, low) = (PRIORITY_NONE, PRIORITY_HIGH, PRIORITY_LOW);
+    check_each! { tap;
+        format!("node {me}: set_priority(HIGH) returns the initial default, NONE ({none})") =>
+            set(high, none);
+        format!("node {me}: set_priority(LOW) returns the previous default, HIGH ({high})") =>
+            set(low, high);
+        format!("node {me}: set_priority({INVALID_PRIORITY}) returns -EINVAL") => invalid();
+        format!("node {me}: set_priority(NONE) returns LOW ({low}): the rejected call changed nothing") =>
+            set(none, low);
+    }
     let outcome = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me)).and_then(|lmr| {
         for (index, priority) in (0..).zip(Priority::ALL) {
             let name = priority.name();

@@ -3,6 +3,7 @@
 use libc::{EADDRINUSE, EFAULT, EHOSTUNREACH, EINVAL};
 
 use super::*;
+use crate::cluster_test::io::check_errnos;
 use crate::cluster_test::INVALID_PRIORITY;
 
 /// Invalid arguments to every call, each with its exact errno.
@@ -36,34 +37,22 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     }
     let what = "register_application with a NULL name of 4 B";
     check_errno(tap, what, ret, EFAULT);
-    let what = format!("unregister_application(port {MAX_PORTS})");
-    check_errno(tap, &what, kernel.unregister_application(MAX_PORTS), EINVAL);
-    let what = format!("unregister_application(port {UNUSED_PORT}), never registered,");
-    let ret = kernel.unregister_application(UNUSED_PORT);
-    check_errno(tap, &what, ret, libc::ENOENT);
+    check_errnos! { tap, "unregister_application";
+        format!("(port {MAX_PORTS})") => kernel.unregister_application(MAX_PORTS), EINVAL;
+        format!("(port {UNUSED_PORT}), never registered,") =>
+            kernel.unregister_application(UNUSED_PORT), libc::ENOENT;
+    }
 
     // Calls, sends and lookups aimed at nodes and ports that cannot be.
     let absent = MAX_NODES - 1;
     let service = format!("port {SERVICE_PORT} of node");
+    let too_large = format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}");
+    let never = format!("{service} 0 (never a member)");
+    let beyond = format!("{service} {MAX_NODES} (>= LITE_MAX_NODES)");
     let mut targets = vec![
-        (
-            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}"),
-            me,
-            MAX_PORTS,
-            EINVAL,
-        ),
-        (
-            format!("{service} 0 (never a member)"),
-            0,
-            SERVICE_PORT,
-            EHOSTUNREACH,
-        ),
-        (
-            format!("{service} {MAX_NODES} (>= LITE_MAX_NODES)"),
-            MAX_NODES,
-            SERVICE_PORT,
-            EINVAL,
-        ),
+        (too_large, me, MAX_PORTS, EINVAL),
+        (never, 0, SERVICE_PORT, EHOSTUNREACH),
+        (beyond, MAX_NODES, SERVICE_PORT, EINVAL),
     ];
     let unreachable = format!("{service} {absent} (not in the cluster)");
     if nodes < absent {
@@ -88,35 +77,32 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let to_me = format!("to port {SERVICE_PORT} of node {me}");
     let invalid = format!("with priority {INVALID_PRIORITY}");
     let imm = |what: &str| format!("send_reply_imm {to_me} {what}");
-    let ret = call(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
-    check_errno(tap, &imm(&invalid), ret, EINVAL);
-    let ret = call(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
-    check_errno(tap, &imm("of 0 B"), ret, EINVAL);
+    let sent = |what: &str| format!("send {to_me} {what}");
+    let (none, invalid_priority) = (service(PRIORITY_NONE), service(INVALID_PRIORITY));
+    check_errnos! { tap, "";
+        imm(&invalid) => call(kernel, me, invalid_priority, b"hello", &mut answer), EINVAL;
+        imm("of 0 B") => call(kernel, me, none, &[], &mut answer), EINVAL;
+    }
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let reply = answer.as_mut_ptr().cast::<c_void>();
     let hello = b"hello".as_ptr().cast::<c_void>();
-    // SAFETY (every call below): each buffer is live for the length given,
-    // or is null or address 8 (never mapped), which the kernel must reject
-    // without touching.
-    unsafe {
-        let ret = kernel.send_reply_imm(me, SERVICE_PORT, unmapped, 16, reply, 16);
-        check_errno(tap, &imm("from unmapped address 0x8"), ret, EFAULT);
-        let ret = kernel.send_reply_imm(me, SERVICE_PORT, hello, 5, unmapped, 16);
-        let what = imm("with its reply to unmapped address 0x8");
-        check_errno(tap, &what, ret, EFAULT);
-        let ret = kernel.send_reply_imm(me, SERVICE_PORT, ptr::null(), 16, reply, 16);
-        check_errno(tap, &imm("with a NULL request of 16 B"), ret, EFAULT);
-        let ret = kernel.send(me, service(INVALID_PRIORITY), hello, 2);
-        check_errno(tap, &format!("send {to_me} {invalid}"), ret, EINVAL);
-        let ret = kernel.send(me, SERVICE_PORT, hello, 0);
-        check_errno(tap, &format!("send {to_me} of 0 B"), ret, EINVAL);
-        let ret = kernel.send(me, SERVICE_PORT, unmapped, 16);
-        let what = format!("send {to_me} from unmapped address 0x8");
-        check_errno(tap, &what, ret, EFAULT);
+    // SAFETY (every unsafe call below): each buffer is live for the length
+    // given, or is null or address 8 (never mapped), which the kernel must
+    // reject without touching.
+    check_errnos! { tap, "";
+        imm("from unmapped address 0x8") =>
+            unsafe { kernel.send_reply_imm(me, SERVICE_PORT, unmapped, 16, reply, 16) }, EFAULT;
+        imm("with its reply to unmapped address 0x8") =>
+            unsafe { kernel.send_reply_imm(me, SERVICE_PORT, hello, 5, unmapped, 16) }, EFAULT;
+        imm("with a NULL request of 16 B") =>
+            unsafe { kernel.send_reply_imm(me, SERVICE_PORT, ptr::null(), 16, reply, 16) }, EFAULT;
+        sent(&invalid) => unsafe { kernel.send(me, invalid_priority, hello, 2) }, EINVAL;
+        sent("of 0 B") => unsafe { kernel.send(me, SERVICE_PORT, hello, 0) }, EINVAL;
+        sent("from unmapped address 0x8") =>
+            unsafe { kernel.send(me, SERVICE_PORT, unmapped, 16) }, EFAULT;
+        format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS)") =>
+            receive(kernel, MAX_PORTS, &mut [0u8; 16], RECV_NONBLOCK).0, EINVAL;
     }
-    let (ret, _) = receive(kernel, MAX_PORTS, &mut [0u8; 16], RECV_NONBLOCK);
-    let what = format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS)");
-    check_errno(tap, &what, ret, EINVAL);
 
     bad_multicasts(kernel, tap, me);
     bad_remote_buffers(kernel, tap, at);
@@ -183,11 +169,8 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         ..valid
     };
     refused(&what, args, EINVAL);
-    refused(
-        "a request of 0 B",
-        LiteMulticast { size: 0, ..valid },
-        EINVAL,
-    );
+    let what = "a request of 0 B";
+    refused(what, LiteMulticast { size: 0, ..valid }, EINVAL);
     let what = "the node list at unmapped address 0x8";
     refused(what, LiteMulticast { nodes: 8, ..valid }, EFAULT);
     let what = "the request at unmapped address 0x8";
