@@ -602,8 +602,16 @@ fn async_series(
     for &size in &options.async_sizes {
         for &depth in &options.depths {
             let ops = throughput_ops(options, size);
+            // The throughput of `ops` operations that `submit` starts.
+            let timed = |kind, submit: &mut dyn FnMut(usize) -> Result<u64, String>| {
+                let start = monotonic_ns();
+                let done = run_window(ops, depth, submit, reap, monotonic_ns)?;
+                let groups = completion_groups(ops, depth);
+                let series = (kind, size, depth);
+                Ok::<_, String>(throughput_of_completions(series, start, &done, groups))
+            };
             let offset = |slot: usize| slot as u64 * size;
-            let write_one = |slot: usize| {
+            let mut write_one = |slot: usize| {
                 let data = &source[offset(slot) as usize..][..size as usize];
                 // SAFETY: `data` is valid for reads of `size` bytes, and the
                 // kernel copies it before the call returns.
@@ -620,14 +628,7 @@ fn async_series(
                 started("write_async", size, ret)
             };
             run_window(THROUGHPUT_WARMUP_OPS, depth, write_one, reap, monotonic_ns)?;
-            let start = monotonic_ns();
-            let completions = run_window(ops, depth, write_one, reap, monotonic_ns)?;
-            report_throughput(throughput_of_completions(
-                (Operation::WriteAsync, size, depth),
-                start,
-                &completions,
-                completion_groups(ops, depth),
-            ))?;
+            report_throughput(timed(Operation::WriteAsync, &mut write_one)?)?;
 
             let used = (ops.min(depth) as u64 * size) as usize;
             // Reads into slots of the buffer at `base`.
@@ -660,19 +661,12 @@ fn async_series(
                 monotonic_ns,
             )?;
             pattern::poison(seed, 0, &mut sink[..used]);
-            let start = monotonic_ns();
-            let completions =
-                run_window(ops, depth, reader(sink.as_mut_ptr()), reap, monotonic_ns)?;
+            let reads = timed(Operation::ReadAsync, &mut reader(sink.as_mut_ptr()))?;
             // A fast but wrong read would make the numbers meaningless.
             pattern::verify(seed, 0, &sink[..used]).map_err(|m| {
                 format!("read_async of {size} B at depth {depth} returned wrong data: {m}")
             })?;
-            report_throughput(throughput_of_completions(
-                (Operation::ReadAsync, size, depth),
-                start,
-                &completions,
-                completion_groups(ops, depth),
-            ))?;
+            report_throughput(reads)?;
         }
     }
     // Writes landed where expected (and the reads above saw them).
