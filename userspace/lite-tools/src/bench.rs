@@ -108,6 +108,9 @@ named_enum! {
         /// A LITE-DSM write fault on a page another node reads, whose copy
         /// is invalidated first.
         DsmWriteShared = "dsm_write_1_reader",
+        /// A LITE-DSM write fault on a page two other nodes read, whose
+        /// copies are invalidated first.
+        DsmWriteTwoReaders = "dsm_write_2_readers",
         /// LITE-DSM read faults of fresh pages by several threads at once:
         /// LITE-DSM's page throughput.
         DsmReadPages = "dsm_read_pages",
@@ -679,7 +682,7 @@ mod tests {
             all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
         let operations = "write read memset memcpy write_async read_async rpc kmsg dsm_read \
-                          dsm_write dsm_write_1_reader dsm_read_pages fetch_add compare_swp \
+                          dsm_write dsm_write_1_reader dsm_write_2_readers dsm_read_pages fetch_add compare_swp \
                           region_write region_read region_write_first region_read_first \
                           region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);

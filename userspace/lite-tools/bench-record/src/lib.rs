@@ -19,6 +19,10 @@ pub const TAG: &str = "LITE-RECORD ";
 /// What precedes a record of the native verbs baseline.
 pub const VERBS_TAG: &str = "LITE-VERBS ";
 
+/// What opens and closes a round of `lite-bench --dsm`, before the round's
+/// number, around the round's records.
+pub const DSM_ROUND: (&str, &str) = ("LITE-DSM-ROUND-BEGIN round=", "LITE-DSM-ROUND-END round=");
+
 /// Median and 10th and 90th percentiles of a series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
