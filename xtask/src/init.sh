@@ -16,7 +16,7 @@
 #                      bench-failure-victim | bench-apps | apps |
 #                      bench-regions-server | bench-regions-client |
 #                      bench-processes-server | bench-processes-client |
-#                      bench-scale | exec | shell | idle
+#                      bench-scale | bench-dsm | exec | shell | idle
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -34,7 +34,8 @@
 #   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
 #   lite.approunds=N   bench-apps: rounds of every application run
 #   lite.rounds=N      bench-native-*: interleaved rounds of the native verbs
-#                      baseline and LITE's latency series (0: none)
+#                      baseline and LITE's latency series (0: none);
+#                      bench-dsm: rounds of LITE-DSM's faults
 #   lite.rounditers=N  operations per series in each of those rounds
 #   lite.turnops=N     most operations of one side in a row when the two take
 #                      turns within a series (default 10)
@@ -695,6 +696,8 @@ apps)
 	;;
 # Every node of the cluster times its join, barriers and all-to-all RPC.
 bench-scale) lite-bench --cm "$cm" --scale "$nodes" --iters "$iters" --scale-calls "$scalecalls" || rc=$? ;;
+# Node 1 times LITE-DSM's faults on pages nodes 2 and 3 read, in rounds.
+bench-dsm) lite-bench --cm "$cm" --dsm "$nodes" --iters "$rounditers" --dsm-rounds "$rounds" --turn-ops "$turnops" || rc=$? ;;
 # Node 1 keeps one lock, every other node takes it, all at the same time.
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 # The benchmark's failure phase: the failure test's program alone, no

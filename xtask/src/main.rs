@@ -220,11 +220,13 @@ enum Command {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         iters: u32,
         /// Interleaved rounds of LITE and the native verbs baseline (the
-        /// latency part), and of the isolation run's unloaded and loaded
-        /// phases; each figure's verdict is its median ratio.
+        /// latency part), of LITE-DSM's faults and LITE reads (the dsm
+        /// part), and of the isolation run's unloaded and loaded phases;
+        /// each figure's verdict is its median ratio.
         #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=100))]
         rounds: u32,
-        /// Operations per series in each interleaved round.
+        /// Operations per series in each interleaved round (the latency and
+        /// dsm parts).
         #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(5..=1_000_000))]
         round_iters: u32,
         /// Measure only these parts (comma-separated).

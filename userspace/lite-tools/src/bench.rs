@@ -108,6 +108,9 @@ named_enum! {
         /// A LITE-DSM write fault on a page another node reads, whose copy
         /// is invalidated first.
         DsmWriteShared = "dsm_write_1_reader",
+        /// A LITE-DSM write fault on a page two other nodes read, whose
+        /// copies are invalidated first.
+        DsmWriteTwoReaders = "dsm_write_2_readers",
         /// LITE-DSM read faults of fresh pages by several threads at once:
         /// LITE-DSM's page throughput.
         DsmReadPages = "dsm_read_pages",
@@ -586,27 +589,12 @@ mod tests {
 
     #[test]
     fn process_curve_lines_carry_the_aggregate_throughput() {
-        let step = process_record(
-            ProcessWorkload::Rpc,
-            64,
-            (4, 500),
-            (1_000_000.0, 990_000.5),
-            (1, 2),
-        );
-        assert_eq!(
-            step,
-            Record::Process(record::Process {
-                workload: "rpc".into(),
-                size: 64,
-                processes: 4,
-                iters: 500,
-                elapsed_us: 1_000_000.0,
-                slowest_us: 990_000.5,
-                ops_per_s: 2000.0,
-                qps: 1,
-                mrs: 2,
-            })
-        );
+        let times = (1_000_000.0, 990_000.5);
+        let step = process_record(ProcessWorkload::Rpc, 64, (4, 500), times, (1, 2));
+        let want = "Process(Process { workload: \"rpc\", size: 64, processes: 4, iters: 500, \
+                    elapsed_us: 1000000.0, slowest_us: 990000.5, ops_per_s: 2000.0, qps: 1, \
+                    mrs: 2 })";
+        assert_eq!(format!("{step:?}"), want);
     }
 
     #[test]
@@ -694,7 +682,7 @@ mod tests {
             all.iter().map(name).collect::<Vec<_>>().join(" ")
         }
         let operations = "write read memset memcpy write_async read_async rpc kmsg dsm_read \
-                          dsm_write dsm_write_1_reader dsm_read_pages fetch_add compare_swp \
+                          dsm_write dsm_write_1_reader dsm_write_2_readers dsm_read_pages fetch_add compare_swp \
                           region_write region_read region_write_first region_read_first \
                           region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
@@ -934,41 +922,19 @@ mod tests {
         };
         assert_close(phase.p99, 29.8);
         phase.p99 = 29.8;
-        let expected = record::Qos {
-            round: 2,
-            phase: "loaded".into(),
-            qos: "off".into(),
-            size: 64,
-            iters: 3,
-            latency: record::Spread {
-                median: 20.0,
-                p10: 12.0,
-                p90: 28.0,
-            },
-            p99: 29.8,
-            min: 10.0,
-            max: 30.0,
-            stdev: 10.0,
-            loaders: 3,
-            load_size: 65536,
-            load_ops: 48,
-            load_mibps: 3.0,
-            throttled: 7,
-        };
-        assert_eq!(phase, expected);
+        let want = "Qos { round: 2, phase: \"loaded\", qos: \"off\", size: 64, iters: 3, \
+                    latency: Spread { median: 20.0, p10: 12.0, p90: 28.0 }, p99: 29.8, min: 10.0, \
+                    max: 30.0, stdev: 10.0, loaders: 3, load_size: 65536, load_ops: 48, \
+                    load_mibps: 3.0, throttled: 7 }";
+        assert_eq!(format!("{phase:?}"), want);
+        let shares: Vec<String> = loaded[1..].iter().map(|r| format!("{r:?}")).collect();
         let share = |loader| {
-            Record::QosLoad(record::QosLoad {
-                round: 2,
-                phase: "loaded".into(),
-                qos: "off".into(),
-                loader,
-                ops: 16,
-                bytes: 1 << 20,
-                elapsed_us: 1e6,
-                mibps: 1.0,
-            })
+            format!(
+                "QosLoad(QosLoad {{ round: 2, phase: \"loaded\", qos: \"off\", loader: {loader}, \
+                 ops: 16, bytes: 1048576, elapsed_us: 1000000.0, mibps: 1.0 }})"
+            )
         };
-        assert_eq!(loaded[1..], [share(1), share(2), share(3)]);
+        assert_eq!(shares, [share(1), share(2), share(3)]);
         let unloaded = records(1, QosPhase::Unloaded, true, &[]);
         let [Record::Qos(alone)] = &unloaded[..] else {
             panic!("not one QoS record: {unloaded:?}");

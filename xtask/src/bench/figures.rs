@@ -107,6 +107,27 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             f.add(Lower, key, unit, range.median, span(&range));
         }
     }
+    for (op, _) in [super::dsm::READ].into_iter().chain(super::dsm::FAULTS) {
+        if let Some(s) = super::dsm::spread(m, op) {
+            f.add(
+                Lower,
+                format!("dsm/{op}/us"),
+                "us",
+                s.median,
+                Some((s.p10, s.p90)),
+            );
+        }
+        let ratio = rounds::Range::of(&super::dsm::ratios(m, op)).filter(|_| op != "read");
+        if let Some(ratio) = ratio {
+            f.add(
+                Lower,
+                format!("dsm/{op}/ratio"),
+                "x",
+                ratio.median,
+                span(&ratio),
+            );
+        }
+    }
     for n in &m.native {
         let key = format!("perftest/{}/{}", n.op, n.size);
         f.add(Lower, key, "us", n.typical, None);
@@ -417,6 +438,17 @@ mod tests {
         let mut m = Measurements::default();
         let (node2, qos) = (crate::bench::rounds::tests::NODE2, parse::tests::QOS_LOG);
         m.add_log("node2", &format!("{node2}{qos}"));
+        // Two LITE-DSM rounds: the read fault 3 and 2 times the read.
+        let (begin, end) = lite_bench_record::DSM_ROUND;
+        let record = parse::tests::latency_record_4k;
+        for (round, read, fault) in [(1, 200, 600), (2, 300, 600)] {
+            let text = format!(
+                "{begin}{round}\n{}{}{end}{round}\n",
+                record("read", read),
+                record("dsm_read", fault)
+            );
+            m.add_log("dsm/node1", &text);
+        }
         let app = "LITE-APP app=log transport=lite nodes=2 work=1 unit=records seconds=2.5 \
                    per_s=0.4 checked=yes";
         let apps = super::super::apps::parse_app_runs(app, 2);
@@ -447,5 +479,12 @@ mod tests {
         assert!(near(on.0, 1.2) && spread, "{on:?}");
         // Measured in one round only: no spread of zero width.
         assert_eq!(find("qos/ratio/off"), Some((4.0, None, None)));
+        // LITE-DSM: ratios per round, the medians over the rounds.
+        assert_eq!(
+            find("dsm/dsm_read/ratio"),
+            Some((2.5, Some(2.0), Some(3.0)))
+        );
+        assert_eq!(find("dsm/read/us"), Some((250.0, Some(150.0), Some(350.0))));
+        assert_eq!(find("dsm/read/ratio"), None);
     }
 }

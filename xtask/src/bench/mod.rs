@@ -10,8 +10,9 @@
 //! well-known reference, and both run the whole of `lite-bench`: latency,
 //! atomics, uncontended locks, memset/memcpy and asynchronous throughput,
 //! RPC, isolation ([`isolation`]) and node 2's memory regions as its LMRs
-//! grow. Short phases of 3 and 5 VMs, [`LOCK_ROUNDS`] times each, contend
-//! for one lock; [`FAILURE_NODES`] VMs run the failure test's program,
+//! grow. Three VMs time LITE-DSM's page faults beside LITE reads of a page,
+//! in rounds of their own ([`dsm`]). Short phases of 3 and 5 VMs,
+//! [`LOCK_ROUNDS`] times each, contend for one lock; [`FAILURE_NODES`] VMs run the failure test's program,
 //! whose last node is killed; then come the memory region curve
 //! ([`region_curve`]), the process curve ([`process_curve`]), the
 //! cluster-size curve ([`cluster_scale`]) and the applications ([`apps`]).
@@ -25,6 +26,7 @@
 mod apps;
 mod charts;
 mod cluster_scale;
+mod dsm;
 mod figures;
 mod isolation;
 mod parse;
@@ -102,8 +104,12 @@ pub enum Part {
     /// write, read, atomics and RPC round trips.
     Latency,
     /// perftest and every other `lite-bench` series: throughput, RPC
-    /// throughput, asynchronous RPC, isolation, memory regions.
+    /// throughput, asynchronous RPC, isolation, memory regions, LITE-DSM's
+    /// page throughput.
     Comparison,
+    /// LITE-DSM's page faults beside LITE reads of a page, in rounds, on
+    /// [`run::DSM_NODES`] VMs of their own.
+    Dsm,
     /// Lock/unlock, uncontended and with 2 and [`LOCK_CONTENDERS`] nodes
     /// contending.
     Locks,
@@ -256,6 +262,14 @@ pub fn run(
         }
         waits.push(comparison.waited);
     }
+    if options.runs(Part::Dsm) {
+        let waited = run_phase(
+            || run::dsm_phase(&setup, options.rounds, options.round_iters),
+            |logs| m.add_logs("dsm/", logs),
+        );
+        dsm::say(options.rounds, options.round_iters, &m);
+        waits.push(waited.context("the LITE-DSM phase"));
+    }
     if options.runs(Part::Locks) {
         // The contention phases: a cluster of their own each, short, in
         // turn for every round.
@@ -358,6 +372,9 @@ pub fn run(
     }
     if options.runs(Part::Processes) && m.process_curve.is_empty() {
         bail!("no process curve found in the guest logs");
+    }
+    if options.runs(Part::Dsm) && m.dsm_rounds.is_empty() {
+        bail!("no LITE-DSM round found in the guest logs");
     }
     if options.runs(Part::Latency) && rounds::figures(&m.rounds).is_empty() {
         bail!("no interleaved round reported both LITE and the native verbs baseline");

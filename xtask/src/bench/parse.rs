@@ -14,7 +14,7 @@ use std::str::FromStr;
 pub use lite_bench_record::{
     Latency, Lock, Process, Qos, Record, Regions, RpcLoad, Scale, Spread, Throughput,
 };
-use lite_bench_record::{TAG, VERBS_TAG};
+use lite_bench_record::{DSM_ROUND, TAG, VERBS_TAG};
 
 use super::rounds::{self, Round, CPU_ROUND, LATENCY_ROUND};
 use super::run::NodeLog;
@@ -169,6 +169,9 @@ pub struct Measurements {
     pub rounds: BTreeMap<u32, Round>,
     /// Its CPU rounds, by number.
     pub cpu_rounds: BTreeMap<u32, Round>,
+    /// The LITE-DSM phase's rounds, by number: each series (the faults and
+    /// the LITE read of a page) by operation.
+    pub dsm_rounds: BTreeMap<u32, BTreeMap<String, Latency>>,
     /// Crashes and failed guest roles, each prefixed with its node.
     pub problems: Vec<String>,
 }
@@ -195,6 +198,15 @@ impl Measurements {
         let (outside, rounds) = rounds::split_rounds(&outside, LATENCY_ROUND);
         for (number, text) in rounds {
             rounds::add_round_text(self.rounds.entry(number).or_default(), &text);
+        }
+        let (outside, dsm_rounds) = rounds::split_rounds(&outside, DSM_ROUND);
+        for (number, text) in dsm_rounds {
+            let round = self.dsm_rounds.entry(number).or_default();
+            for (_, record) in records(&text) {
+                if let Record::Latency(series) = record {
+                    round.entry(series.op.clone()).or_insert(series);
+                }
+            }
         }
         let text = outside.as_str();
         self.native.extend(parse_perftest(text));
@@ -321,6 +333,7 @@ impl Measurements {
             && self.cluster_scale.is_empty()
             && self.rounds.is_empty()
             && self.cpu_rounds.is_empty()
+            && self.dsm_rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
 }

@@ -23,16 +23,6 @@ const RPC_OP: &str = "rpc";
 /// between two kernels).
 const KMSG_OP: &str = "kmsg";
 
-/// LITE-DSM's faults, by their names in the records, and what each is.
-pub(super) const DSM_FAULTS: [(&str, &str); 3] = [
-    ("dsm_read", "read fault"),
-    ("dsm_write", "write fault, 0 readers"),
-    ("dsm_write_1_reader", "write fault, 1 reader"),
-];
-
-/// The LITE read each DSM fault is compared with: a page of 4 KiB.
-pub(super) const DSM_BASELINE: (&str, u64) = ("read", 4096);
-
 /// LITE-DSM's page throughput series, and the LITE reads it is compared
 /// with: 4 KiB reads with as many in flight as faulting threads.
 const DSM_THROUGHPUT: &str = "dsm_read_pages";
@@ -100,8 +90,8 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
         "==> asynchronous RPC from one thread ({RPC_ASYNC_SIZE} B calls, times in microseconds)"
     ));
     say_indented(rpc_async_table(m));
-    ui::say("==> LITE-DSM page faults (times in microseconds)");
-    say_indented(dsm_table(m));
+    ui::say("==> LITE-DSM page throughput");
+    say_indented(dsm_throughput(m));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(isolation::table(&m.qos));
     say_indented([isolation::verdict(&m.qos)]);
@@ -201,15 +191,14 @@ pub fn table(m: &Measurements) -> Vec<String> {
         .map(|n| (n.op.clone(), n.size))
         .chain(lite.map(|l| (l.op.clone(), l.size)))
         .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && op != KMSG_OP && !is_atomic(op))
-        .filter(|(op, _)| !DSM_FAULTS.iter().any(|&(fault, _)| fault == op))
         .collect();
     let table = Table::new(
         "<6 op|>7 size|>13 native med|>12 native sd|>11 LITE med|>19 LITE p10-p90|>11 LITE/native",
     );
     table.lines(keys.into_iter().map(|(op, size)| {
         let n = native.iter().find(|n| n.op == op && n.size == size);
-        let [typical, sd, median, spread, ratio] = side_by_side(n, m.lite.get(&(op.clone(), size)));
-        [op, size.to_string(), typical, sd, median, spread, ratio]
+        let cells = side_by_side(n, m.lite.get(&(op.clone(), size)));
+        [op, size.to_string()].into_iter().chain(cells)
     }))
 }
 
@@ -307,53 +296,32 @@ pub fn rpc_table(m: &Measurements) -> Vec<String> {
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
         let round_trip = n.map(|n| 2.0 * n.typical);
-        let columns = |op: &str| {
+        let lite = [RPC_OP, KMSG_OP].into_iter().flat_map(move |op| {
             let l = m.lite.get(&(op.to_string(), size));
             [
                 cell(l.map(|l| l.median)),
                 range_cell(l.map(|l| (l.p10, l.p90))),
                 ratio_cell(l.map(|l| l.median), round_trip),
             ]
-        };
-        let [rpc_median, rpc_spread, rpc_ratio] = columns(RPC_OP);
-        let [kmsg_median, kmsg_spread, kmsg_ratio] = columns(KMSG_OP);
-        [
+        });
+        let native = [
             size.to_string(),
             cell(n.map(|n| n.typical)),
             cell(round_trip),
-            rpc_median,
-            rpc_spread,
-            rpc_ratio,
-            kmsg_median,
-            kmsg_spread,
-            kmsg_ratio,
-        ]
+        ];
+        native.into_iter().chain(lite)
     }))
 }
 
-/// The LITE-DSM table, one string per line: each fault's median and spread
-/// and its ratio to LITE's read of a 4 KiB page in the same run.
-pub fn dsm_table(m: &Measurements) -> Vec<String> {
-    let notes = [
-        "each fault moves a 4 KiB page from its home with an RDMA read; the directory is local,",
-        "the home on the other node; ratio: fault median / LITE read of 4096 B median, same run",
-    ];
-    let table = Table::noted(&notes, "<24 fault|>11 median|>19 p10-p90|>14 / LITE read");
-    let (op, size) = DSM_BASELINE;
-    let read = m.lite.get(&(op.to_string(), size)).map(|l| l.median);
-    let mut lines = table.lines(DSM_FAULTS.iter().map(|&(op, what)| {
-        let l = m.lite.get(&(op.to_string(), 4096));
-        [
-            what.to_string(),
-            cell(l.map(|l| l.median)),
-            range_cell(l.map(|l| (l.p10, l.p90))),
-            ratio_cell(l.map(|l| l.median), read),
-        ]
-    }));
+/// LITE-DSM's page throughput, a line per series, with its ratio to LITE's
+/// asynchronous reads of 4 KiB in the same run (its faults have a phase of
+/// their own, [`super::dsm`]).
+pub fn dsm_throughput(m: &Measurements) -> Vec<String> {
     let throughput = m
         .lite_bw
         .values()
         .filter(|t| t.op == DSM_THROUGHPUT && t.size == 4096);
+    let mut lines = Vec::new();
     for t in throughput {
         let threads = t.depth.unwrap_or(1);
         let key = (DSM_THROUGHPUT_BASELINE.to_string(), 4096, Some(threads));
@@ -563,17 +531,9 @@ pub fn atomic_table(m: &Measurements) -> Vec<String> {
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
         let size = size.map_or("-".to_string(), |s| s.to_string());
         let test = format!("ib_atomic_lat -A {flag}");
-        let [typical, sd, median, spread, ratio] = side_by_side(n, l);
-        [
-            op.to_string(),
-            size,
-            test,
-            typical,
-            sd,
-            median,
-            spread,
-            ratio,
-        ]
+        [op.to_string(), size, test]
+            .into_iter()
+            .chain(side_by_side(n, l))
     }))
 }
 
@@ -613,17 +573,16 @@ pub fn lock_table(m: &Measurements) -> Vec<String> {
             } else {
                 r.home.to_string()
             };
-            lines.push(table.row([
-                &r.contenders.to_string(),
-                &r.node.to_string(),
-                &home,
-                &r.iters.to_string(),
-                &format!("{:.2}", r.acquire.median),
-                &spread_cell(Some(&r.acquire)),
-                &format!("{:.2}", r.pair.median),
-                &spread_cell(Some(&r.pair)),
-                &format!("{:.2}", r.pairs_per_s),
-            ]));
+            let ids = [r.contenders.to_string(), r.node.to_string(), home];
+            let times = [&r.acquire, &r.pair].map(|s| [cell(Some(s.median)), spread_cell(Some(s))]);
+            let rate = [r.iters.to_string()].into_iter().chain(times.concat());
+            lines.push(
+                table.line(
+                    ids.into_iter()
+                        .chain(rate)
+                        .chain([cell(Some(r.pairs_per_s))]),
+                ),
+            );
         }
         if contenders < 2 {
             continue;
@@ -1036,8 +995,8 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        assert_rows, failure_logs, latency_record_4k, measured, words, words_of, ATOMIC_LOG,
-        BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
+        assert_rows, failure_logs, measured, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
+        FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
 
     #[test]
@@ -1056,7 +1015,6 @@ mod tests {
         let rpc_async = "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
              64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
              LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n";
-        let record = latency_record_4k;
         let throughput = |op: &str, average: u32| {
             format!(
                 "LITE-RECORD {{\"throughput\":{{\"op\":\"{op}\",\"size\":4096,\"depth\":4,\
@@ -1065,30 +1023,14 @@ mod tests {
             )
         };
         let dsm = format!(
-            "{}{}{}{}",
-            record("read", 1000),
-            record("dsm_read", 2500),
+            "{}{}",
             throughput("dsm_read_pages", 6),
             throughput("read_async", 24)
         );
         type Of = fn(&Measurements) -> Vec<String>;
         // Each table of a log: the notes above its column names, then every
         // row.
-        let cases: [(Of, &str, usize, &[&str]); 8] = [
-            // 2500 / 1000; no write faults measured.
-            (
-                dsm_table,
-                &dsm,
-                2,
-                &[
-                    "read fault 2500.00 2400.00-2600.00 2.50",
-                    "write fault, 0 readers - - -",
-                    "write fault, 1 reader - - -",
-                    // 6 / 24.
-                    "page throughput, 4 threads faulting at once: 6.00 MiB/s (groups p10-p90 \
-                     5.00-9.00); / LITE reads of 4096 B, 4 in flight: 0.25",
-                ],
-            ),
+        let cases: [(Of, &str, usize, &[&str]); 7] = [
             // 2100.50 / 1987.50.
             (
                 table,
@@ -1160,6 +1102,14 @@ mod tests {
             let table = of(&measured(log));
             assert_eq!(words_of(&table[notes + 1..]), rows, "{table:#?}");
         }
+        // 6 / 24.
+        assert_eq!(
+            words_of(&dsm_throughput(&measured(&dsm))),
+            [
+                "page throughput, 4 threads faulting at once: 6.00 MiB/s (groups p10-p90 \
+              5.00-9.00); / LITE reads of 4096 B, 4 in flight: 0.25"
+            ]
+        );
         // Nothing at all: both atomic rows, all dashes.
         let empty = atomic_table(&Measurements::default());
         assert!(empty[0].contains("LITE/native"));
@@ -1229,16 +1179,12 @@ mod tests {
             let want = format!("{what}: {verdict}");
             assert_eq!(contention_verdict(&rounds(two, four)), Some(want));
         }
-    }
-
-    #[test]
-    fn every_round_is_listed_with_its_median() {
-        let rounds = BTreeMap::from([(2u32, vec![390.0, 300.0, 420.0]), (4u32, vec![360.0])]);
+        // Every round is listed with its median.
         let lines = [
             "2 contenders: 390, 300, 420 pairs/s in 3 rounds, median 390",
             "4 contenders: 360 pairs/s in 1 rounds, median 360",
         ];
-        assert_eq!(lock_round_lines(&rounds), lines);
+        assert_eq!(lock_round_lines(&rounds(cases[0].0, &[360.0])), lines);
     }
 
     #[test]
@@ -1358,6 +1304,9 @@ mod tests {
 
     #[test]
     fn a_stall_over_the_bound_and_a_missing_first_leave_are_named() {
+        // Milliseconds show as measured.
+        let shown = [Some(2944.0), Some(172.5), Some(-3.0), None].map(ms_cell);
+        assert_eq!(shown, ["2944", "172.5", "-3", "-"]);
         let mut nodes = vec![crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)];
         nodes[0].stalls[2].ms = 4501;
         nodes[0].leaves.remove(0);
@@ -1392,12 +1341,6 @@ mod tests {
         let run = include_str!("run.rs");
         assert!(run.contains("dead_after_ms: None,"));
         assert!(!run.contains("API_TEST_DEAD_AFTER_MS"));
-    }
-
-    #[test]
-    fn milliseconds_show_as_measured() {
-        let shown = [Some(2944.0), Some(172.5), Some(-3.0), None].map(ms_cell);
-        assert_eq!(shown, ["2944", "172.5", "-3", "-"]);
     }
 
     #[test]

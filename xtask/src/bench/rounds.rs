@@ -476,15 +476,11 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         let table = table(&figures);
         assert_eq!(table.len(), 3);
         assert!(table[1].contains("1.03 (1.02-1.10)"), "{}", table[1]);
-    }
-
-    #[test]
-    fn a_figure_beyond_target_in_every_round_is_not_met() {
+        // Beyond the target in every round.
         let slow = NODE2.replace("\"median\":51.00", "\"median\":80.00");
         let slow = slow.replace("\"median\":206.00", "\"median\":300.00");
-        let figures = figures(&measured(&[&slow]).rounds);
-        let write = &figures[0];
-        assert_eq!(write.verdict().map(Verdict::describe), Some("NOT met"));
+        let figures = super::figures(&measured(&[&slow]).rounds);
+        assert_eq!(figures[0].verdict().map(Verdict::describe), Some("NOT met"));
         assert!(verdicts(&figures)[0].contains("NOT met (median 1.50"));
     }
 

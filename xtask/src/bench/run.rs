@@ -80,6 +80,13 @@ pub const SCALE_CALLS: u32 = 200;
 /// lower).
 const SCALE_BARRIERS: u32 = 50;
 
+/// Nodes of the LITE-DSM phase: node 1 faults, nodes 2 and 3 read the
+/// pages its write faults take back.
+pub const DSM_NODES: usize = 3;
+
+/// Memory of the LITE-DSM phase's VMs in MiB, and its upper bound.
+const DSM_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(30 * 60));
+
 /// Memory of an application phase's VMs in MiB, and its upper bound.
 pub(super) const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
 
@@ -348,6 +355,18 @@ pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase
     setup.boot_each(&format!("cluster{nodes}"), roles, args, false, CLUSTER_VMS)
 }
 
+/// The LITE-DSM phase: [`DSM_NODES`] VMs, node 1 timing `round_iters`
+/// faults of each kind and as many LITE reads of a page in each of
+/// `rounds` rounds, logging into `dsm/`.
+pub fn dsm_phase(setup: &Setup, rounds: u32, round_iters: u32) -> Result<Phase> {
+    let roles = vec!["bench-dsm".into(); DSM_NODES];
+    let args = vec![
+        format!("lite.rounds={rounds}"),
+        format!("lite.rounditers={round_iters}"),
+    ];
+    setup.boot_each("dsm", roles, args, false, DSM_VMS)
+}
+
 /// Operations of each step of the process curve for `--iters`.
 pub fn process_step_ops(iters: u32) -> u32 {
     iters.saturating_mul(4).min(PROCESS_STEP_OPS)
@@ -523,6 +542,9 @@ mod tests {
             "lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;",
             // The contention phase's role and parameter.
             "bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\"",
+            // The LITE-DSM phase's role, with the rounds' parameters.
+            "bench-dsm) lite-bench --cm \"$cm\" --dsm \"$nodes\" --iters \"$rounditers\" \
+             --dsm-rounds \"$rounds\" --turn-ops \"$turnops\"",
             "lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;",
         ] {
             assert!(init.contains(needle), "init.sh lacks {needle:?}");

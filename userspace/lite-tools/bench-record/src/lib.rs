@@ -19,6 +19,10 @@ pub const TAG: &str = "LITE-RECORD ";
 /// What precedes a record of the native verbs baseline.
 pub const VERBS_TAG: &str = "LITE-VERBS ";
 
+/// What opens and closes a round of `lite-bench --dsm`, before the round's
+/// number, around the round's records.
+pub const DSM_ROUND: (&str, &str) = ("LITE-DSM-ROUND-BEGIN round=", "LITE-DSM-ROUND-END round=");
+
 /// Median and 10th and 90th percentiles of a series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
@@ -326,21 +330,14 @@ fn rounded(value: Value) -> Value {
 mod tests {
     use super::*;
 
-    /// A latency series of `op`, its spread from 10 to 20 us.
+    /// A latency series of `op`, its spread from 10 to 20 us, without the
+    /// region curve's fields.
     fn latency(op: &str) -> Latency {
-        Latency {
-            op: op.into(),
-            size: 64,
-            regions: None,
-            iters: 3,
-            median: 12.5,
-            p10: 10.5,
-            p90: 18.5,
-            p99: None,
-            min: 10.0,
-            max: 20.0,
-            stdev: 5.2,
-        }
+        let json = format!(
+            "{{\"op\":\"{op}\",\"size\":64,\"iters\":3,\"median\":12.5,\"p10\":10.5,\
+             \"p90\":18.5,\"min\":10.0,\"max\":20.0,\"stdev\":5.2}}"
+        );
+        serde_json::from_str(&json).expect("a latency series")
     }
 
     #[test]

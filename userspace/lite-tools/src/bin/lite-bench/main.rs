@@ -16,7 +16,8 @@
 //! in alternating rounds, the first with the load also run with QoS off);
 //! and the memory regions of the node's resources file as 1, 10, 100 and
 //! 1000 LMRs of 4 KiB, then 100 of 64 KiB, are alive, which must follow the
-//! pool's memory, not the number of LMRs.
+//! pool's memory, not the number of LMRs; last, LITE-DSM's page throughput
+//! (`dsm.rs`).
 //!
 //! `--series latency` measures only the latency series and RPC round trips:
 //! one round of the interleaved comparison with the native verbs baseline,
@@ -29,7 +30,9 @@
 //! the process curve (`process_curve.rs`), `--scale N` one step of the
 //! cluster-size curve (`cluster_scale.rs`), and `--contend N` a lock kept
 //! by node 1 that the N - 1 other nodes take turns on (the home does not
-//! contend: its own threads take its locks with no message at all).
+//! contend: its own threads take its locks with no message at all), and
+//! `--dsm N` LITE-DSM's page faults in rounds, beside LITE reads of a page
+//! (`dsm.rs`).
 //!
 //! Every result is one record of `lite_bench_record` on a line of its own,
 //! `LITE-RECORD {"latency":{"op":"write",..}}`; throughputs are MiB/s
@@ -228,6 +231,15 @@ fn run(options: &Options) -> Result<(), String> {
         };
         return cluster_scale::measure(&plan);
     }
+    if let Some(nodes) = options.dsm {
+        return dsm::measure_rounds(&dsm::Rounds {
+            me,
+            nodes,
+            rounds: options.dsm_rounds,
+            iters: options.iters,
+            turn_ops: options.turn_ops,
+        });
+    }
     barrier()?;
     let memory_node = options.peer.resolve(me, || {
         std::fs::read_to_string(MEMBERSHIP).map_err(|e| format!("{MEMBERSHIP}: {e}"))
@@ -251,17 +263,10 @@ fn run(options: &Options) -> Result<(), String> {
         } else {
             Ok(())
         };
-        // The measuring node is the other of the two.
-        let measuring_node = BENCH_NODES + 1 - me;
-        let dsm = if options.series == Series::All {
-            dsm::serve_reader(measuring_node, options.iters)
-        } else {
-            Ok(())
-        };
         // The measuring node must not be left waiting, whatever failed.
         let finished = barrier();
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
-        return stopped.and(handler).and(dsm).and(finished);
+        return stopped.and(handler).and(finished);
     }
     let outcome = match options.series {
         Series::Regions => measure_region_curve(options),
@@ -288,9 +293,7 @@ fn run(options: &Options) -> Result<(), String> {
             .and_then(|()| measure_kernel_messages(options))
             .and_then(|()| measure_qos(options))
             .and_then(|()| measure_regions(options, me))
-            // Last, and whatever failed before: the memory node enters its
-            // barriers.
-            .and(dsm::measure(options.iters)),
+            .and_then(|()| dsm::measure_throughput(options.iters)),
     };
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
@@ -602,8 +605,16 @@ fn async_series(
     for &size in &options.async_sizes {
         for &depth in &options.depths {
             let ops = throughput_ops(options, size);
+            // The throughput of `ops` operations that `submit` starts.
+            let timed = |kind, submit: &mut dyn FnMut(usize) -> Result<u64, String>| {
+                let start = monotonic_ns();
+                let done = run_window(ops, depth, submit, reap, monotonic_ns)?;
+                let groups = completion_groups(ops, depth);
+                let series = (kind, size, depth);
+                Ok::<_, String>(throughput_of_completions(series, start, &done, groups))
+            };
             let offset = |slot: usize| slot as u64 * size;
-            let write_one = |slot: usize| {
+            let mut write_one = |slot: usize| {
                 let data = &source[offset(slot) as usize..][..size as usize];
                 // SAFETY: `data` is valid for reads of `size` bytes, and the
                 // kernel copies it before the call returns.
@@ -620,14 +631,7 @@ fn async_series(
                 started("write_async", size, ret)
             };
             run_window(THROUGHPUT_WARMUP_OPS, depth, write_one, reap, monotonic_ns)?;
-            let start = monotonic_ns();
-            let completions = run_window(ops, depth, write_one, reap, monotonic_ns)?;
-            report_throughput(throughput_of_completions(
-                (Operation::WriteAsync, size, depth),
-                start,
-                &completions,
-                completion_groups(ops, depth),
-            ))?;
+            report_throughput(timed(Operation::WriteAsync, &mut write_one)?)?;
 
             let used = (ops.min(depth) as u64 * size) as usize;
             // Reads into slots of the buffer at `base`.
@@ -660,19 +664,12 @@ fn async_series(
                 monotonic_ns,
             )?;
             pattern::poison(seed, 0, &mut sink[..used]);
-            let start = monotonic_ns();
-            let completions =
-                run_window(ops, depth, reader(sink.as_mut_ptr()), reap, monotonic_ns)?;
+            let reads = timed(Operation::ReadAsync, &mut reader(sink.as_mut_ptr()))?;
             // A fast but wrong read would make the numbers meaningless.
             pattern::verify(seed, 0, &sink[..used]).map_err(|m| {
                 format!("read_async of {size} B at depth {depth} returned wrong data: {m}")
             })?;
-            report_throughput(throughput_of_completions(
-                (Operation::ReadAsync, size, depth),
-                start,
-                &completions,
-                completion_groups(ops, depth),
-            ))?;
+            report_throughput(reads)?;
         }
     }
     // Writes landed where expected (and the reads above saw them).

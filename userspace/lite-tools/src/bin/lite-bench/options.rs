@@ -35,6 +35,9 @@ const MAX_CREATE_SIZE: u64 = 4 << 30;
 /// Most processes of one step of the process curve.
 const MAX_CURVE_PROCESSES: u64 = 256;
 
+/// Most rounds of the LITE-DSM faults.
+const MAX_DSM_ROUNDS: u32 = 100;
+
 /// What `--series` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Series {
@@ -108,7 +111,8 @@ const ABOUT: &str = "Measures LITE write/read latency, atomics, lock/unlock, mem
             asynchronous write/read throughput, RPC latency and throughput between two \
             nodes, high-priority write latency under low-priority load, and the memory \
             regions the node registers as live LMRs grow; or, with \
-            --contend, lock/unlock with several nodes contending.";
+            --contend, lock/unlock with several nodes contending; or, with --dsm, LITE-DSM's \
+            page faults.";
 
 options! {
     derived {
@@ -182,6 +186,12 @@ options! {
     scale_calls: usize = ("scale-calls", "N"), bounded(200, 1..=10_000_000);
     /// lock/unlock pairs per contending node with --contend (default 300)
     contend_iters: usize = ("contend-iters", "N"), bounded(300, 1..=10_000_000);
+    /// only measure LITE-DSM's page faults on NODES nodes (all running --dsm NODES): node 1 times
+    /// --iters read faults, write faults on pages 0, 1 and 2 other nodes read, and LITE reads of
+    /// 4 KiB, taking turns in blocks of --turn-ops, in each of --dsm-rounds rounds
+    dsm: Option<u32> = ("dsm", "NODES"), bounded_if_given(3..=MAX_CLUSTER_NODES);
+    /// rounds of the LITE-DSM faults with --dsm (default 5)
+    dsm_rounds: u32 = ("dsm-rounds", "N"), bounded(5, 1..=MAX_DSM_ROUNDS);
 }
 
 /// The operations of the latency series, of which `--ops` picks.
@@ -324,11 +334,12 @@ pub(crate) fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
     let resolved_late = matches!(options.peer, PeerNode::This | PeerNode::Other);
-    if resolved_late && (options.contend.is_some() || options.scale.is_some()) {
+    let alone = options.contend.is_some() || options.scale.is_some() || options.dsm.is_some();
+    if resolved_late && alone {
         return Err(invalid(
             "peer-node",
             parsed.get("peer-node").unwrap_or_default(),
-            "--contend and --scale hold no memory on one node: give auto or a node id",
+            "--contend, --scale and --dsm hold no memory on one node: give auto or a node id",
         ));
     }
     Ok(options)
