@@ -676,8 +676,8 @@ fn set_up_survivor<K: Kernel, W: Write>(
         return setup;
     };
     setup.victim = Some(victim);
-    if let Some(home) = lowest_other(victim, nodes) {
-        setup.dsm = dsm::set_up(kernel, tap, me, home);
+    if let Some(place) = dsm::Placement::of(victim, nodes) {
+        setup.dsm = dsm::set_up(kernel, tap, me, place);
     }
 
     setup.lmr_a = tap.check_value(

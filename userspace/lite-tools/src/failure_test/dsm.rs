@@ -7,6 +7,11 @@
 //! hang or show stale bytes, while the survivors' page still reads what A
 //! wrote and a page nobody held yet can be written and read back.
 //!
+//! The region spans chunks up to one the victim holds ([`Placement`]): a
+//! page of that chunk, whose data home died with the victim, must raise
+//! `SIGBUS` too, while the pages above live in a chunk of a survivor. T8
+//! needs three nodes, so that some chunk lives on a survivor.
+//!
 //! In the leave/rejoin cycles, the lowest observer keeps a second region
 //! ([`LEAVE_NAME`]) open throughout; before each leave that is a
 //! `lite_leave`, the leaver opens it, writes its first page and keeps the
@@ -24,25 +29,59 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use lite::dsm::{Mapping, Region};
-use lite::sys::DSM_CREATE;
+use lite::sys::{CHUNK_SIZE, DSM_CREATE};
 
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// The region: its name, password and size in pages.
+/// The region: its name and password; the pages used in a survivor's
+/// chunk.
 const NAME: u64 = 0x4453_4d2d_6661_696c;
 /// The region the leaver writes before its leaves.
 const LEAVE_NAME: u64 = 0x4453_4d2d_6c65_6176;
 const PASSWORD: u64 = 0x4453_4d2d_7061_7373;
 const PAGES: usize = 4;
 const PAGE: usize = 4096;
+const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE as u64) as usize;
 
-/// The page the victim writes and holds when it dies.
+/// The page the victim writes and holds when it dies, counted from the
+/// first page of the survivor's chunk as the two below.
 const VICTIM_PAGE: usize = 0;
 /// The page survivor A writes and every survivor reads.
 const SURVIVOR_PAGE: usize = 1;
 /// The page every survivor writes a word of after the death.
 const FRESH_PAGE: usize = 2;
+
+/// Where T8's region lies: LITE spreads the chunks of survivor A's region
+/// round robin over the other nodes by id, so chunk `i` lives on the
+/// `i`-th of them (counted modulo their number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Placement {
+    /// Survivor A, whose region it is.
+    home: u32,
+    /// Pages of the region.
+    pages: usize,
+    /// First page of a chunk a survivor holds, where the pages above are.
+    survivors_chunk: usize,
+    /// First page of the chunk the victim holds.
+    victims_chunk: usize,
+}
+
+impl Placement {
+    /// T8's region when `victim` of `nodes` dies; `None` below three nodes.
+    pub(super) fn of(victim: u32, nodes: u32) -> Option<Self> {
+        let home = crate::plan::lowest_other(victim, nodes)?;
+        let holders: Vec<u32> = (1..=nodes).filter(|&n| n != home).collect();
+        let victims = holders.iter().position(|&n| n == victim)?;
+        let survivors = holders.iter().position(|&n| n != victim)?;
+        Some(Self {
+            home,
+            pages: victims.max(survivors) * CHUNK_PAGES + PAGES,
+            survivors_chunk: survivors * CHUNK_PAGES,
+            victims_chunk: victims * CHUNK_PAGES,
+        })
+    }
+}
 /// What the victim and survivor A write.
 const VICTIM_VALUE: u64 = 0x7669_6374_696d;
 const SURVIVOR_VALUE: u64 = 0x7375_7276_6976;
@@ -56,29 +95,41 @@ pub(super) struct Shared {
     // Unmapped before the descriptor closes.
     map: Mapping,
     _region: Region,
+    /// First page of the survivor's chunk.
+    base: usize,
+    /// First page of the victim's chunk.
+    victims_chunk: usize,
 }
 
 impl Shared {
+    /// The first word of page `page` of the survivor's chunk.
     fn word(&self, page: usize) -> &std::sync::atomic::AtomicU64 {
-        // PANIC: every page used is below `PAGES`, all mapped.
-        &self.map.words()[page * PAGE / 8]
+        // PANIC: every page used is below `PAGES` of the survivor's chunk,
+        // all mapped.
+        &self.map.words()[(self.base + page) * PAGE / 8]
     }
 }
 
-/// Opens the region of `home`, creating it there with `create`; `None`
-/// where this kernel maps no memory.
-fn open<K: Kernel>(kernel: &K, home: u32, create: bool) -> Option<std::io::Result<Shared>> {
-    open_named(kernel, NAME, home, create)
+/// Opens T8's region, creating it with `create`; `None` where this kernel
+/// maps no memory.
+fn open<K: Kernel>(kernel: &K, place: Placement, create: bool) -> Option<std::io::Result<Shared>> {
+    let opened = open_named(kernel, NAME, place.home, place.pages, create)?;
+    Some(opened.map(|shared| Shared {
+        base: place.survivors_chunk,
+        victims_chunk: place.victims_chunk,
+        ..shared
+    }))
 }
 
-/// Opens region `name` of `home`, as [`open`].
+/// Opens region `name` of `home`, of `pages` pages, as [`open`].
 fn open_named<K: Kernel>(
     kernel: &K,
     name: u64,
     home: u32,
+    pages: usize,
     create: bool,
 ) -> Option<std::io::Result<Shared>> {
-    let size = (PAGES * PAGE) as u64;
+    let size = (pages * PAGE) as u64;
     let flags = if create { DSM_CREATE } else { 0 };
     let ret = kernel.dsm_open(home, name, size, flags, PASSWORD)?;
     Some(
@@ -87,6 +138,8 @@ fn open_named<K: Kernel>(
             .map(|(map, region)| Shared {
                 map,
                 _region: region,
+                base: 0,
+                victims_chunk: 0,
             }),
     )
 }
@@ -94,15 +147,16 @@ fn open_named<K: Kernel>(
 /// How long a survivor waits for survivor A's region to exist.
 const CREATE_LIMIT: Duration = Duration::from_secs(30);
 
-/// Phase 1, every survivor: survivor A (`home`) creates the region, the
-/// others open it once it exists, before LITE's counters are first read
-/// (T7 compares them with later ones).
+/// Phase 1, every survivor: survivor A creates the region, the others
+/// open it once it exists, before LITE's counters are first read (T7
+/// compares them with later ones).
 pub(super) fn set_up<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     me: u32,
-    home: u32,
+    place: Placement,
 ) -> Option<Shared> {
+    let home = place.home;
     let description = if me == home {
         "T8: lite_dsm_open creates a DSM region on survivor A, mapped".to_string()
     } else {
@@ -110,7 +164,7 @@ pub(super) fn set_up<K: Kernel, W: Write>(
     };
     let started = Instant::now();
     let opened = loop {
-        let opened = open(kernel, home, me == home)?;
+        let opened = open(kernel, place, me == home)?;
         let missing = matches!(&opened, Err(e) if e.raw_os_error() == Some(libc::ENOENT));
         if !missing || started.elapsed() > CREATE_LIMIT {
             break opened.map_err(|e| format!("lite_dsm_open and mmap: {e}"));
@@ -143,8 +197,11 @@ pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Sh
 
 /// The victim, in phase 2: opens the region, writes its page and keeps it
 /// until it dies.
-pub(super) fn victim_holds_a_page<K: Kernel>(kernel: &K, home: u32) -> Option<Result<(), String>> {
-    let shared = open(kernel, home, false)?;
+pub(super) fn victim_holds_a_page<K: Kernel>(
+    kernel: &K,
+    place: Placement,
+) -> Option<Result<(), String>> {
+    let shared = open(kernel, place, false)?;
     Some(shared.map_err(|e| e.to_string()).map(|shared| {
         shared
             .word(VICTIM_PAGE)
@@ -154,9 +211,9 @@ pub(super) fn victim_holds_a_page<K: Kernel>(kernel: &K, home: u32) -> Option<Re
     }))
 }
 
-/// Once the death is known, every survivor: the victim's page raises
-/// `SIGBUS`, the survivors' page keeps its value, and a page nobody held
-/// works; then the region is closed.
+/// Once the death is known, every survivor: the victim's page and a page
+/// of the victim's chunk raise `SIGBUS`, the survivors' page keeps its
+/// value, and a page nobody held works; then the region is closed.
 pub(super) fn check_after_death<W: Write>(tap: &mut Tap<W>, me: u32, shared: Option<Shared>) {
     let Some(shared) = shared else {
         return;
@@ -166,13 +223,19 @@ pub(super) fn check_after_death<W: Write>(tap: &mut Tap<W>, me: u32, shared: Opt
         "T8: reading the page the dead victim held raises SIGBUS",
         raises_sigbus(victim_page.cast()),
     );
+    let lost_home = std::ptr::from_ref(&shared.map.words()[shared.victims_chunk * PAGE / 8]);
+    tap.check(
+        "T8: reading a DSM page whose data lived on the dead victim raises SIGBUS",
+        raises_sigbus(lost_home.cast()),
+    );
     let seen = shared.word(SURVIVOR_PAGE).load(Ordering::SeqCst);
     tap.check(
         "T8: the survivors' DSM page still reads what survivor A wrote",
         expect_value(seen, SURVIVOR_VALUE),
     );
     // Each survivor its own word of one page nobody held before the death.
-    let fresh = &shared.map.words()[FRESH_PAGE * PAGE / 8 + me as usize % (PAGE / 8)];
+    let fresh =
+        &shared.map.words()[(shared.base + FRESH_PAGE) * PAGE / 8 + me as usize % (PAGE / 8)];
     let value = u64::from(me) << 32 | 0xf5;
     fresh.store(value, Ordering::SeqCst);
     tap.check(
@@ -256,7 +319,7 @@ pub(super) fn create_leave_region<K: Kernel, W: Write>(
     tap: &mut Tap<W>,
     me: u32,
 ) -> Option<Shared> {
-    let created = open_named(kernel, LEAVE_NAME, me, true)?;
+    let created = open_named(kernel, LEAVE_NAME, me, PAGES, true)?;
     tap.check_value(
         &format!("leave/rejoin: node {me} creates a DSM region for the leaver to write"),
         created.map_err(|e| format!("lite_dsm_open and mmap: {e}")),
@@ -271,7 +334,7 @@ pub(super) fn write_before_leave<K: Kernel>(
     owner: u32,
     cycle: u32,
 ) -> Option<Result<Shared, String>> {
-    let opened = open_named(kernel, LEAVE_NAME, owner, false)?;
+    let opened = open_named(kernel, LEAVE_NAME, owner, PAGES, false)?;
     Some(
         opened
             .map_err(|e| format!("lite_dsm_open and mmap of node {owner}'s region: {e}"))
@@ -284,7 +347,7 @@ pub(super) fn write_before_leave<K: Kernel>(
 /// The leaver, joined again after a leave [`write_before_leave`] wrote
 /// for: counts the leave in the observer's region.
 pub(super) fn count_leave<K: Kernel>(kernel: &K, owner: u32) -> Result<(), String> {
-    let Some(opened) = open_named(kernel, LEAVE_NAME, owner, false) else {
+    let Some(opened) = open_named(kernel, LEAVE_NAME, owner, PAGES, false) else {
         return Ok(());
     };
     let shared = opened.map_err(|e| format!("lite_dsm_open and mmap: {e}"))?;
@@ -320,4 +383,30 @@ pub(super) fn check_after_leaves<W: Write>(tap: &mut Tap<W>, me: u32, shared: Op
             ))
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_region_reaches_the_victims_chunk_and_keeps_its_pages_on_a_survivor() {
+        let chunks = |victim, nodes| {
+            Placement::of(victim, nodes).map(|p| {
+                (
+                    p.home,
+                    p.pages,
+                    p.survivors_chunk / CHUNK_PAGES,
+                    p.victims_chunk / CHUNK_PAGES,
+                )
+            })
+        };
+        // Survivor A's chunks go to the other nodes by id: [2, 3, 4].
+        assert_eq!(chunks(4, 4), Some((1, 2 * CHUNK_PAGES + PAGES, 0, 2)));
+        assert_eq!(chunks(2, 4), Some((1, CHUNK_PAGES + PAGES, 1, 0)));
+        // Survivor A is node 2; its chunks go to [1, 3].
+        assert_eq!(chunks(1, 3), Some((2, CHUNK_PAGES + PAGES, 1, 0)));
+        // With one survivor, every chunk is the victim's.
+        assert_eq!(chunks(2, 2), None);
+    }
 }

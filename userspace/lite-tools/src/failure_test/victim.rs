@@ -179,8 +179,8 @@ pub fn run_victim<K: Kernel, W: Write>(
     }
     hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
-    if let Some(home) = lowest_other(me, nodes) {
-        if let Some(held) = super::dsm::victim_holds_a_page(kernel, home) {
+    if let Some(place) = super::dsm::Placement::of(me, nodes) {
+        if let Some(held) = super::dsm::victim_holds_a_page(kernel, place) {
             log.step(
                 "T8: opening survivor A's DSM region and writing a page",
                 held,
