@@ -385,8 +385,7 @@ impl Change {
                 }
                 // Read and write rather than copy: permission bits of the
                 // checkout must not leak into the patches.
-                let bytes = std::fs::read(from)
-                    .with_context(|| format!("cannot read {}", from.display()))?;
+                let bytes = fsutil::read(from)?;
                 match cut {
                     None => fsutil::write(&path, bytes),
                     Some(cut) => {
@@ -1135,9 +1134,7 @@ impl ScratchRepo {
         };
         process::output(repo.git().args(["init", "--quiet", "--template="]))?;
         for rel in EDITED_FILES {
-            let from = pristine.join(rel);
-            let bytes =
-                std::fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
+            let bytes = fsutil::read(&pristine.join(rel))?;
             fsutil::write(&repo.path().join(rel), bytes)?;
         }
         if !repo.commit("base\n")? {

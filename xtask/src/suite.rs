@@ -16,7 +16,6 @@
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -421,9 +420,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
         let with_modules = logs.join("kunit-initrd.cpio");
-        let modules =
-            std::fs::read(&modules).with_context(|| format!("reading {}", modules.display()))?;
-        newc::extend(&initrd, &with_modules, &[&modules])?;
+        newc::extend(&initrd, &with_modules, &[&fsutil::read(&modules)?])?;
         initrd = with_modules;
     }
     let serial_log = logs.join("kunit.log");
@@ -783,10 +780,10 @@ fn dead_after_command(ms: u32) -> String {
     format!("dead-after-ms {ms}")
 }
 
-/// Whether a line of the manager's log confirms [`dead_after_command`]
-/// (`lite-cm: dead after MS ms from now on (was OLD ms)`).
-fn confirms_dead_after(line: &str, ms: u32) -> bool {
-    line.contains(&format!("dead after {ms} ms from now on"))
+/// What the manager's log says once it took [`dead_after_command`]:
+/// `lite-cm: dead after MS ms from now on (was OLD ms)`.
+fn dead_after_confirmation(ms: u32) -> String {
+    format!("dead after {ms} ms from now on")
 }
 
 /// Gives the running manager the API tests' dead-after
@@ -802,35 +799,26 @@ fn switch_manager_to_api_test_dead_after(
 ) -> Result<()> {
     let ms = cluster::API_TEST_DEAD_AFTER_MS;
     let command = dead_after_command(ms);
-    let mut log = LogFollower::new(manager_log.to_path_buf());
     // Only what the manager writes from now on can confirm the command.
-    log.new_lines();
+    let confirmation = dead_after_confirmation(ms);
+    let mut log = MarkerWatch::from_now_on(manager_log.to_path_buf(), &confirmation);
     cluster.tell_manager(&command)?;
-    let since = Instant::now();
-    loop {
-        if log
-            .new_lines()
-            .iter()
-            .any(|line| confirms_dead_after(line, ms))
-        {
-            ui::progress(&format!(
-                "the manager declares a node dead after {ms} ms of silence from now on, \
-                 as the survivors and the rebooted victim"
-            ));
-            return Ok(());
-        }
-        if since.elapsed() > confirm_within {
-            bail!(
-                "the cluster manager did not confirm `{command}` within {} (no \"dead after {ms} ms \
-                 from now on\" in {}): it must take its dead-after from that command on its \
-                 standard input",
-                ui::duration(confirm_within),
+    let manager = "the cluster manager";
+    let ended = &mut || Ok(None);
+    failure::await_marker(&mut log, manager, Instant::now(), confirm_within, ended).with_context(
+        || {
+            format!(
+                "{manager} did not confirm `{command}` in {}: it must take its dead-after from \
+                 that command on its standard input",
                 manager_log.display()
-            );
-        }
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
+            )
+        },
+    )?;
+    ui::progress(&format!(
+        "the manager declares a node dead after {ms} ms of silence from now on, \
+         as the survivors and the rebooted victim"
+    ));
+    Ok(())
 }
 
 /// Waits until every survivor's console shows that its failure program
@@ -1422,8 +1410,9 @@ mod tests {
         let mut stale = RejoinFake::after_the_failure_phase(false, &[]);
         stale.manager_says(&confirmation(10_000, 3000));
         assert!(stale.switch_dead_after().is_err());
-        assert!(confirms_dead_after(&confirmation(10_000, 3000), 10_000));
-        assert!(!confirms_dead_after(&confirmation(3000, 10_000), 10_000));
+        let confirms = |line: String| line.contains(&dead_after_confirmation(10_000));
+        assert!(confirms(confirmation(10_000, 3000)));
+        assert!(!confirms(confirmation(3000, 10_000)));
         assert_eq!(dead_after_command(10_000), "dead-after-ms 10000");
     }
 
