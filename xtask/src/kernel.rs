@@ -137,10 +137,7 @@ fn make_target(tree: &Tree, dir: &Path, target: &str, log: &Path) -> Result<()> 
 /// Regenerates `.config` when the fragments, the kernel version or the
 /// series' Kconfig files changed, then checks that every fragment line stuck.
 fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Result<()> {
-    let fragments = [
-        repo_root().join("config/base.config"),
-        repo_root().join(format!("config/{flavour}.config")),
-    ];
+    let fragments = fragments(flavour);
     let stamp = config_stamp(&tree.source, &fragments)?;
     let stamp_path = build_dir.join(CONFIG_STAMP);
     if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
@@ -178,6 +175,15 @@ fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> 
     fsutil::write(&stamp_path, &stamp)?;
     step.done();
     Ok(())
+}
+
+/// The configuration fragments of `flavour`, on top of `tinyconfig`.
+fn fragments(flavour: Flavour) -> Vec<PathBuf> {
+    let root = repo_root();
+    vec![
+        root.join("config/base.config"),
+        root.join(format!("config/{flavour}.config")),
+    ]
 }
 
 /// Exports the UAPI headers of the debug kernel's tree (`make headers`),
@@ -404,27 +410,15 @@ impl StageBuild {
     /// options the tree does not define yet are dropped, but LITE must be
     /// as asked wherever its Kconfig entry exists.
     fn configure(&self, lite: Lite) -> Result<()> {
-        let mut fragments = vec![
-            repo_root().join("config/base.config"),
-            repo_root().join("config/debug.config"),
-        ];
-        // What decides the configuration: the fragments, LITE's switch and
-        // the Kconfig files the series adds or edits. Patches that change
-        // none of them keep the configuration as it is.
-        let mut inputs = format!("{lite}\n");
-        for fragment in &fragments {
-            inputs.push_str(&fsutil::sha256_file(fragment)?);
-        }
-        for kconfig in [
-            "drivers/infiniband/Kconfig",
-            "drivers/infiniband/ulp/lite/Kconfig",
-        ] {
-            let path = self.tree.source.dir.join(kconfig);
-            if path.is_file() {
-                inputs.push_str(&fsutil::sha256_file(&path)?);
-            }
-        }
-        let key = fsutil::sha256_hex(inputs.as_bytes());
+        let mut fragments = fragments(Flavour::Debug);
+        // What decides the configuration: LITE's switch and what decides
+        // any configuration ([`config_stamp`]), the Kconfig files of the
+        // part of the series applied among it. Patches that change none of
+        // them keep the configuration as it is.
+        let key = format!(
+            "LITE {lite}\n{}",
+            config_stamp(&self.tree.source, &fragments)?
+        );
         let key_path = self.build_dir.join(SERIES_CONFIG_KEY);
         if std::fs::read_to_string(&key_path).ok().as_deref() == Some(key.as_str()) {
             return Ok(());

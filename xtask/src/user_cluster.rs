@@ -314,16 +314,11 @@ fn environment_params(node: usize, nodes: usize) -> Vec<String> {
 
 /// The guest roles of `--shell`'s `nodes` nodes.
 fn shell_roles(nodes: usize) -> Vec<String> {
-    (1..=nodes)
-        .map(|i| {
-            if i == SHELL_NODE {
-                SHELL_ROLE
-            } else {
-                IDLE_ROLE
-            }
-            .to_string()
-        })
-        .collect()
+    let mut roles = vec![IDLE_ROLE.to_string(); nodes];
+    if let Some(shell) = roles.get_mut(SHELL_NODE - 1) {
+        *shell = SHELL_ROLE.to_string();
+    }
+    roles
 }
 
 /// How one node's program (or shell) ended; the derived order goes from
