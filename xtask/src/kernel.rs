@@ -629,12 +629,8 @@ fn compile(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Re
     if let Err(err) = result {
         interrupt::check()?;
         let text = fsutil::read_tail(&log, 4 * 1024 * 1024).unwrap_or_default();
-        ui::say("---- last relevant lines of the build log ----");
-        for line in relevant_lines(&text, ERROR_LINES) {
-            ui::say(line);
-        }
-        ui::say("----");
-        return Err(err.context(format!("the {flavour} kernel build failed")));
+        let lines = relevant_lines(&text, ERROR_LINES).join("\n");
+        return Err(err.context(format!("the {flavour} kernel build failed:\n{lines}")));
     }
     let bzimage = build_dir.join("arch/x86/boot/bzImage");
     if !bzimage.is_file() {

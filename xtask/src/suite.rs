@@ -1572,9 +1572,6 @@ mod tests {
     fn each_node_of_the_partition_test_waits_for_its_own_marker() {
         assert_eq!(readiness_marker(3, 3), CUT_READY);
         assert_eq!(readiness_marker(1, 3), SURVIVOR_READY);
-        let mut watch = MarkerWatch::new("/nonexistent".into(), CUT_READY);
-        assert_eq!(watch.marker(), CUT_READY);
-        assert!(!watch.poll());
     }
 
     #[test]
@@ -1598,7 +1595,6 @@ mod tests {
     #[test]
     fn the_pauses_fit_the_traffic_and_the_managers_patience() {
         // A survivor, never the node that is cut off later.
-        assert!((1..PARTITION_NODES).contains(&PAUSED_NODE));
         let roles = partition_roles(PARTITION_NODES);
         assert_eq!(roles[PAUSED_NODE - 1], PARTITION_SURVIVOR_ROLE);
         // Ten pauses, each shorter than the manager's default dead-after
