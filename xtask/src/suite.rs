@@ -1413,9 +1413,8 @@ mod tests {
     }
 
     /// Asserts that the role's `body` announces each of `programs` in
-    /// order, each run (with `options` first) after its announcement;
-    /// where the last one runs.
-    fn assert_runs_in_order(body: &str, programs: &[&str], options: &str) -> usize {
+    /// order, each run (with `options` first) after its announcement.
+    fn assert_runs_in_order(body: &str, programs: &[&str], options: &str) {
         let mut from = 0;
         for program in programs {
             let announced = body[from..]
@@ -1427,13 +1426,13 @@ mod tests {
                 .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
             from = announced + run;
         }
-        from
     }
 
     #[test]
     fn each_role_announces_its_programs_in_the_order_they_are_counted() {
         for (role, programs, options) in [
             (SURVIVOR_ROLE, &SURVIVOR_PROGRAMS[..], "--cm"),
+            (TEST_ROLE, &TEST_PROGRAMS, "--"),
             (TEST_ROLE, &FUZZED_TEST_PROGRAMS, "--"),
         ] {
             assert_runs_in_order(role_body(role), programs, options);
@@ -1443,19 +1442,15 @@ mod tests {
         assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
         // The cluster test, on every node of the failure test's cluster
         // (the victim's second boot is of the test role).
-        assert_eq!(REJOIN_ROLE, TEST_ROLE);
         let survivor = role_body(SURVIVOR_ROLE);
         assert!(survivor.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
         // The baseline the cluster test saves is the one compared.
         let body = role_body(TEST_ROLE);
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
         assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
-        // The leak scan comes after every program, as the role's last step,
-        // with or without fuzzing.
-        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
+        // The leak scan comes after every program, as the role's last step.
         let last = body.lines().map(str::trim).rfind(|l| !l.is_empty());
         assert_eq!(last, Some("kmemleak_report"), "{body}");
-        assert!(body[from..].contains("kmemleak_report"));
         // Fuzzing only with a fuzzing time from the harness, and its seed.
         let announced = body.find("program lite-fuzz").expect("lite-fuzz announced");
         let condition = body[..announced].rfind("if [ \"$fuzzsecs\" -gt 0 ]");
@@ -1463,7 +1458,6 @@ mod tests {
         assert!(body[condition..].contains(
             "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
         ));
-        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
     }
 
     #[test]
