@@ -315,20 +315,14 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
 fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()> {
     let mut documented = std::collections::BTreeSet::new();
     for file in [lockdep::LOCK_ORDER_SOURCE, lockdep::DSM_LOCK_ORDER_SOURCE] {
-        let source = repo_root().join(file);
-        let text = std::fs::read_to_string(&source)
-            .with_context(|| format!("reading {}", source.display()))?;
+        let text = fsutil::read_to_string(&repo_root().join(file))?;
         documented.extend(lockdep::documented(&text));
     }
     let sources = fsutil::read_rust_sources(&repo_root().join("rust-lite"))?;
     let condvars = lockdep::condvar_classes(sources.values().map(String::as_str));
     let problems = lockdep::problems(&documented, seen, &condvars);
-    for problem in &problems {
-        ui::say(&format!("    {problem}"));
-    }
-    if !problems.is_empty() {
-        bail!("{} problems with the lock order", problems.len());
-    }
+    let what = format!("{} problems with the lock order", problems.len());
+    ui::fail_listing(&what, &problems)?;
     ui::progress(&format!("{} nestings seen, each listed", seen.len()));
     Ok(())
 }
