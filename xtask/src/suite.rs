@@ -1082,31 +1082,25 @@ fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) 
     );
     compile(&flags, &include, &example, &program)?;
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
-    let _ = run_own_program(images, &logs, &hello, counts, |log| {
-        read_back_message(log, EXEC_MESSAGE)
-            .then_some(())
-            .ok_or_else(|| {
-                format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"")
-            })
-    })?;
+    let read_back = |log: &str| read_back_message(log, EXEC_MESSAGE);
+    let not_read = format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"");
+    run_own_program(images, &logs, &hello, counts, read_back, &not_read)?;
     let selftests = user_cluster::ProgramArchive::new(selftest, &[])?;
     // On the cluster nothing is skipped: a skip means the tests did not find it.
-    let none_skipped = |log: &str| match tap::Report::parse_kselftest(log).skipped() {
-        0 => Ok(()),
-        skipped => Err(format!("{skipped} selftests skipped")),
-    };
-    for (name, log) in run_own_program(images, &logs, &selftests, counts, none_skipped)? {
+    let none_skipped = |log: &str| tap::Report::parse_kselftest(log).skipped() == 0;
+    let skipped = "selftests skipped";
+    for (name, log) in run_own_program(images, &logs, &selftests, counts, none_skipped, skipped)? {
         let report = tap::Report::parse_kselftest(&log);
         counts.tap_report(&format!("{name} {SELFTEST_NAME}"), report);
     }
     if kernel::modules_archive(&images.kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;
-        let _ = run_own_program(images, &logs, &script, counts, |log| {
+        let loaded = |log: &str| {
             log.lines()
-                .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
-                .then_some(())
-                .ok_or_else(|| format!("no \"{EXEC_MODULE_DONE}\""))
-        })?;
+                .any(|l| logscan::strip_timestamp(l) == EXEC_MODULE_DONE)
+        };
+        let not_loaded = format!("no \"{EXEC_MODULE_DONE}\"");
+        run_own_program(images, &logs, &script, counts, loaded, &not_loaded)?;
     } else {
         ui::progress("the kernel has no modules: the example kernel module is not loaded");
     }
@@ -1114,15 +1108,16 @@ fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) 
 }
 
 /// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
-/// directory `<program>.logs` of `logs`; counts each node's log scan and `done`, which
-/// says whether the log shows the program's work done. Returns each
-/// node's name and log.
+/// directory `<program>.logs` of `logs`; counts each node's log scan and
+/// `done`, which says whether the log shows the program's work done (the
+/// problem `undone` if not). Returns each node's name and log.
 fn run_own_program(
     boot: &Images,
     logs: &Path,
     archive: &user_cluster::ProgramArchive,
     counts: &mut Tally,
-    done: impl Fn(&str) -> Result<(), String>,
+    done: impl Fn(&str) -> bool,
+    undone: &str,
 ) -> Result<Vec<(String, String)>> {
     // Not the program's own name: the compiled example is there.
     let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
@@ -1131,7 +1126,7 @@ fn run_own_program(
     for node in &run.nodes {
         let log = read_log(&node.log);
         counts.scan(&node.name, &log);
-        counts.check_result(&node.name, done(&log).err());
+        counts.check_result(&node.name, (!done(&log)).then_some(undone));
         node_logs.push((node.name.clone(), log));
     }
     counts.waited(run.waited);
