@@ -64,12 +64,7 @@ pub fn build(
     kernel_src: Option<&Path>,
     config_only: bool,
 ) -> Result<Option<PathBuf>> {
-    let extra: &[&str] = if kernel_src.is_none() {
-        &[prereqs::KERNEL_SOURCE_PACKAGE]
-    } else {
-        &[]
-    };
-    let tree = Tree::prepare(cache, kernel_src, extra)?;
+    let tree = Tree::prepare(cache, kernel_src, &[])?;
     apply::sync(&tree.source, &repo_root().join(series::PATCH_DIR))?;
     let build_dir = cache.build(&flavour.to_string(), &tree.source.version);
     configure(cache, &tree, &build_dir, flavour)?;
@@ -110,9 +105,13 @@ pub struct Tree {
 
 impl Tree {
     /// The tools, with the Debian packages `extra`, and the tree of
-    /// `kernel_src` (Debian's without one).
+    /// `kernel_src` (Debian's without one, and its package).
     fn prepare(cache: &Cache, kernel_src: Option<&Path>, extra: &[&str]) -> Result<Self> {
-        let tools = prereqs::ensure(cache, extra)?;
+        let debian = kernel_src
+            .is_none()
+            .then_some(prereqs::KERNEL_SOURCE_PACKAGE);
+        let packages: Vec<&str> = extra.iter().copied().chain(debian).collect();
+        let tools = prereqs::ensure(cache, &packages)?;
         let source = source::prepare(cache, kernel_src)?;
         Ok(Self { tools, source })
     }
@@ -296,11 +295,7 @@ impl StageBuild {
     /// Prepares the tools (with those of the slow checks) and the cached
     /// tree; the log starts empty.
     pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<Self> {
-        let mut extra = SLOW_CHECK_PACKAGES.to_vec();
-        if kernel_src.is_none() {
-            extra.push(prereqs::KERNEL_SOURCE_PACKAGE);
-        }
-        let tree = Tree::prepare(cache, kernel_src, &extra)?;
+        let tree = Tree::prepare(cache, kernel_src, &SLOW_CHECK_PACKAGES)?;
         let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
         let log = cache.logs().join("slow-checks.log");
         let _ = std::fs::remove_file(&log);
