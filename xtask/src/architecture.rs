@@ -353,13 +353,25 @@ mod tests {
     use super::*;
     use crate::paths::repo_root;
 
-    /// The internal unit's sources in this checkout.
-    fn internal_sources() -> BTreeMap<FileName, String> {
-        let sources = crate::fsutil::read_rust_sources(&repo_root().join(INTERNAL_DIR));
-        let sources = sources.expect("the internal unit's sources");
-        let has_root = sources.contains_key("mod.rs");
-        assert!(has_root, "{INTERNAL_DIR}/mod.rs is missing");
-        sources
+    /// The sources of the unit in `dir`, and one line per break of its
+    /// safety rule: its `mod.rs` lacks [`DENY_UNSAFE`], or a file holds
+    /// `unsafe` code.
+    fn safe_unit(dir: &str) -> (BTreeMap<FileName, String>, Vec<String>) {
+        let sources = crate::fsutil::read_rust_sources(&repo_root().join(dir));
+        let sources = sources.unwrap_or_else(|err| panic!("the sources in {dir}: {err:#}"));
+        let root = sources.get("mod.rs").map(|source| tokens(source));
+        let root: String = root.into_iter().flatten().map(|t| t.text).collect();
+        let mut found = Vec::new();
+        if !root.contains(DENY_UNSAFE) {
+            found.push(format!("  {dir}/mod.rs lacks {DENY_UNSAFE}"));
+        }
+        for (file, source) in &sources {
+            for line in unsafe_lines(source) {
+                let text = source.lines().nth(line - 1).unwrap_or("").trim();
+                found.push(format!("  {dir}/{file}:{line}: unsafe code: {text}"));
+            }
+        }
+        (sources, found)
     }
 
     /// The dependency graph of in-memory sources, each `file: text`.
@@ -384,25 +396,9 @@ mod tests {
 
     #[test]
     fn internal_unit_is_safe_denies_unsafe_and_has_no_cycles() {
-        let sources = internal_sources();
-        let found: Vec<String> = sources
-            .iter()
-            .flat_map(|(file, source)| {
-                unsafe_lines(source).into_iter().map(move |line| {
-                    let text = source.lines().nth(line - 1).unwrap_or("").trim();
-                    format!("  {INTERNAL_DIR}/{file}:{line}: {text}")
-                })
-            })
-            .collect();
+        let (sources, found) = safe_unit(INTERNAL_DIR);
         let found = found.join("\n");
-        assert!(
-            found.is_empty(),
-            "unsafe code in the internal unit:\n{found}"
-        );
-        let mod_rs = tokens(&sources["mod.rs"]);
-        let mod_rs: String = mod_rs.into_iter().map(|t| t.text).collect();
-        let denies = mod_rs.contains(DENY_UNSAFE);
-        assert!(denies, "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}");
+        assert!(found.is_empty(), "the internal unit is not safe:\n{found}");
         let graph = dependency_graph(&sources, &INTERNAL_UNIT);
         let cycle = find_cycle(&graph).map(|cycle| describe_cycle(&graph, &cycle));
         assert_eq!(cycle, None, "import cycle in the internal unit");
@@ -413,37 +409,21 @@ mod tests {
     /// its verbs.
     #[test]
     fn dsm_unit_is_safe_and_uses_only_lite_s_api() {
-        let dir = repo_root().join(DSM_DIR);
-        let sources = crate::fsutil::read_rust_sources(&dir).expect("the DSM unit's sources");
-        let mod_rs: String = tokens(&sources["mod.rs"])
-            .into_iter()
-            .map(|t| t.text)
-            .collect();
-        assert!(
-            mod_rs.contains(DENY_UNSAFE),
-            "{DSM_DIR}/mod.rs lacks {DENY_UNSAFE}"
-        );
-        let mut found = Vec::new();
+        let (sources, mut found) = safe_unit(DSM_DIR);
         for (file, source) in &sources {
-            for line in unsafe_lines(source) {
-                found.push(format!("  {DSM_DIR}/{file}:{line}: unsafe code"));
-            }
             let here = module_of(&DSM_UNIT, file);
             for reference in references(&tokens(source)) {
                 let path = absolute_path(&here, &reference.segments).unwrap_or_default();
                 if matches!(path.first().map(String::as_str), Some("internal" | "verbs")) {
-                    let path = path.join("::");
-                    found.push(format!(
-                        "  {DSM_DIR}/{file}:{}: crate::{path}",
-                        reference.line
-                    ));
+                    let (line, path) = (reference.line, path.join("::"));
+                    found.push(format!("  {DSM_DIR}/{file}:{line}: crate::{path}"));
                 }
             }
         }
         let found = found.join("\n");
         assert!(
             found.is_empty(),
-            "the DSM unit goes around LITE's API:\n{found}"
+            "the DSM unit is not safe or goes around LITE's API:\n{found}"
         );
     }
 

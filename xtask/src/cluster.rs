@@ -878,12 +878,9 @@ mod tests {
         let vm = vm(&spec, 2, &spec.roles[1], "node2");
         let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
         assert_eq!([tap.as_str(), "tap2b"], tap_names(2));
-        // The namespace's own set-up goes through the same command.
         let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
         let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));
         assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
         assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
-        let tuntap = ["tuntap", "add", "tap1", "mode", "tap"];
-        assert_eq!(ip(&tuntap), "ip -n lite-42 tuntap add tap1 mode tap");
     }
 }

@@ -67,21 +67,26 @@ pub fn read_to_string(path: &Path) -> Result<String> {
     fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// Reads a file's bytes; names the file in the error.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Creates the parent directories of `path`.
+fn create_parent(path: &Path) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new(""));
+    fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))
+}
+
 /// Writes a file, creating its parent directories.
 pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
+    create_parent(path)?;
     fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Copies a file (following symlinks), creating the destination's parents.
 pub fn copy(from: &Path, to: &Path) -> Result<()> {
-    if let Some(parent) = to.parent() {
-        fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
+    create_parent(to)?;
     fs::copy(from, to)
         .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
     Ok(())
@@ -107,8 +112,7 @@ pub fn read_tail(path: &Path, max: u64) -> Result<String> {
 
 /// SHA-256 of a file's contents, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(sha256_hex(&bytes))
+    Ok(sha256_hex(&read(path)?))
 }
 
 /// SHA-256 of a byte string, as lowercase hex.

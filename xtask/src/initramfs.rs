@@ -146,12 +146,12 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
 
     install_busybox(&root)?;
     let mut libs = BTreeSet::new();
-    for tool in HOST_TOOLS.iter().filter(|_| full) {
-        let path = find_host_tool(tool)?;
-        copy_executable(&path, &root.join("usr/bin").join(tool))?;
-        libs.extend(shared_libraries(&path)?);
-    }
     if full {
+        for tool in HOST_TOOLS {
+            let path = find_host_tool(tool)?;
+            copy_executable(&path, &root.join("usr/bin").join(tool))?;
+            libs.extend(shared_libraries(&path)?);
+        }
         fsutil::copy(
             Path::new(RXE_DRIVER_CONF),
             &root.join(&RXE_DRIVER_CONF[1..]),
@@ -160,6 +160,7 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
         let provider = rxe_provider()?;
         libs.extend(shared_libraries(&provider)?);
         libs.insert(provider);
+        guest_python::install(&root, cache, &mut libs)?;
     }
     for program in &guest.c_programs {
         let name = program.file_name().context("C program without a name")?;
@@ -170,9 +171,6 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
                 .into_iter()
                 .filter(|lib| lib.file_name() != Some(GUEST_C_LIBRARY.as_ref())),
         );
-    }
-    if full {
-        guest_python::install(&root, cache, &mut libs)?;
     }
     if let Some(library) = &guest.c_library {
         copy_executable(library, &root.join("usr/lib").join(GUEST_C_LIBRARY))?;

@@ -64,12 +64,7 @@ pub fn build(
     kernel_src: Option<&Path>,
     config_only: bool,
 ) -> Result<Option<PathBuf>> {
-    let extra: &[&str] = if kernel_src.is_none() {
-        &[prereqs::KERNEL_SOURCE_PACKAGE]
-    } else {
-        &[]
-    };
-    let tree = Tree::prepare(cache, kernel_src, extra)?;
+    let tree = Tree::prepare(cache, kernel_src, &[])?;
     apply::sync(&tree.source, &repo_root().join(series::PATCH_DIR))?;
     let build_dir = cache.build(&flavour.to_string(), &tree.source.version);
     configure(cache, &tree, &build_dir, flavour)?;
@@ -110,9 +105,13 @@ pub struct Tree {
 
 impl Tree {
     /// The tools, with the Debian packages `extra`, and the tree of
-    /// `kernel_src` (Debian's without one).
+    /// `kernel_src` (Debian's without one, and its package).
     fn prepare(cache: &Cache, kernel_src: Option<&Path>, extra: &[&str]) -> Result<Self> {
-        let tools = prereqs::ensure(cache, extra)?;
+        let debian = kernel_src
+            .is_none()
+            .then_some(prereqs::KERNEL_SOURCE_PACKAGE);
+        let packages: Vec<&str> = extra.iter().copied().chain(debian).collect();
+        let tools = prereqs::ensure(cache, &packages)?;
         let source = source::prepare(cache, kernel_src)?;
         Ok(Self { tools, source })
     }
@@ -137,10 +136,7 @@ fn make_target(tree: &Tree, dir: &Path, target: &str, log: &Path) -> Result<()> 
 /// Regenerates `.config` when the fragments, the kernel version or the
 /// series' Kconfig files changed, then checks that every fragment line stuck.
 fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Result<()> {
-    let fragments = [
-        repo_root().join("config/base.config"),
-        repo_root().join(format!("config/{flavour}.config")),
-    ];
+    let fragments = fragments(flavour);
     let stamp = config_stamp(&tree.source, &fragments)?;
     let stamp_path = build_dir.join(CONFIG_STAMP);
     if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
@@ -178,6 +174,15 @@ fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> 
     fsutil::write(&stamp_path, &stamp)?;
     step.done();
     Ok(())
+}
+
+/// The configuration fragments of `flavour`, on top of `tinyconfig`.
+fn fragments(flavour: Flavour) -> Vec<PathBuf> {
+    let root = repo_root();
+    vec![
+        root.join("config/base.config"),
+        root.join(format!("config/{flavour}.config")),
+    ]
 }
 
 /// Exports the UAPI headers of the debug kernel's tree (`make headers`),
@@ -290,11 +295,7 @@ impl StageBuild {
     /// Prepares the tools (with those of the slow checks) and the cached
     /// tree; the log starts empty.
     pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<Self> {
-        let mut extra = SLOW_CHECK_PACKAGES.to_vec();
-        if kernel_src.is_none() {
-            extra.push(prereqs::KERNEL_SOURCE_PACKAGE);
-        }
-        let tree = Tree::prepare(cache, kernel_src, &extra)?;
+        let tree = Tree::prepare(cache, kernel_src, &SLOW_CHECK_PACKAGES)?;
         let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
         let log = cache.logs().join("slow-checks.log");
         let _ = std::fs::remove_file(&log);
@@ -404,27 +405,15 @@ impl StageBuild {
     /// options the tree does not define yet are dropped, but LITE must be
     /// as asked wherever its Kconfig entry exists.
     fn configure(&self, lite: Lite) -> Result<()> {
-        let mut fragments = vec![
-            repo_root().join("config/base.config"),
-            repo_root().join("config/debug.config"),
-        ];
-        // What decides the configuration: the fragments, LITE's switch and
-        // the Kconfig files the series adds or edits. Patches that change
-        // none of them keep the configuration as it is.
-        let mut inputs = format!("{lite}\n");
-        for fragment in &fragments {
-            inputs.push_str(&fsutil::sha256_file(fragment)?);
-        }
-        for kconfig in [
-            "drivers/infiniband/Kconfig",
-            "drivers/infiniband/ulp/lite/Kconfig",
-        ] {
-            let path = self.tree.source.dir.join(kconfig);
-            if path.is_file() {
-                inputs.push_str(&fsutil::sha256_file(&path)?);
-            }
-        }
-        let key = fsutil::sha256_hex(inputs.as_bytes());
+        let mut fragments = fragments(Flavour::Debug);
+        // What decides the configuration: LITE's switch and what decides
+        // any configuration ([`config_stamp`]), the Kconfig files of the
+        // part of the series applied among it. Patches that change none of
+        // them keep the configuration as it is.
+        let key = format!(
+            "LITE {lite}\n{}",
+            config_stamp(&self.tree.source, &fragments)?
+        );
         let key_path = self.build_dir.join(SERIES_CONFIG_KEY);
         if std::fs::read_to_string(&key_path).ok().as_deref() == Some(key.as_str()) {
             return Ok(());
@@ -635,12 +624,8 @@ fn compile(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Re
     if let Err(err) = result {
         interrupt::check()?;
         let text = fsutil::read_tail(&log, 4 * 1024 * 1024).unwrap_or_default();
-        ui::say("---- last relevant lines of the build log ----");
-        for line in relevant_lines(&text, ERROR_LINES) {
-            ui::say(line);
-        }
-        ui::say("----");
-        return Err(err.context(format!("the {flavour} kernel build failed")));
+        let lines = relevant_lines(&text, ERROR_LINES).join("\n");
+        return Err(err.context(format!("the {flavour} kernel build failed:\n{lines}")));
     }
     let bzimage = build_dir.join("arch/x86/boot/bzImage");
     if !bzimage.is_file() {

@@ -50,11 +50,8 @@ pub fn checkpatch(kernel_src: &Path, dir: &Path, series: &Series) -> Result<()> 
             .context("cannot run checkpatch.pl")?;
         let report = String::from_utf8_lossy(&out.stdout);
         let text = String::from_utf8_lossy(&patch.bytes);
-        problems.extend(
-            reports(&report)
-                .filter(|&(kind, at, _)| !is_false_positive(kind, file_at(&text, at)))
-                .map(|(_, _, message)| format!("{}:{message}", patch.name)),
-        );
+        let kept = reports(&report, &text).map(|(_, _, message)| message);
+        problems.extend(kept.map(|message| format!("{}:{message}", patch.name)));
     }
     crate::ui::fail_listing("checkpatch --strict reports", &problems)
 }
@@ -73,10 +70,11 @@ pub fn kernel_doc(kernel_src: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The reports of one `--terse --show-types` run: type, the line of the
-/// patch it is about and the report from that line on.
-fn reports(output: &str) -> impl Iterator<Item = (&str, usize, &str)> {
-    output.lines().filter_map(|line| {
+/// The reports of one `--terse --show-types` run on the patch `text` but
+/// the [`FALSE_POSITIVES`]: type, the line of the patch it is about and
+/// the report from that line on.
+fn reports<'a>(output: &'a str, text: &'a str) -> impl Iterator<Item = (&'a str, usize, &'a str)> {
+    let reported = output.lines().filter_map(|line| {
         // `PATCH:LINE: LEVEL:TYPE: message`
         let message = line.rsplit_once(".patch:")?.1;
         let mut fields = message.splitn(4, ':');
@@ -86,7 +84,8 @@ fn reports(output: &str) -> impl Iterator<Item = (&str, usize, &str)> {
         ["ERROR", "WARNING", "CHECK"]
             .contains(&level)
             .then_some((kind, at, message))
-    })
+    });
+    reported.filter(move |&(kind, at, _)| !is_false_positive(kind, file_at(text, at)))
 }
 
 /// The file that line `at` (from 1) of the patch `text` changes: the last
@@ -115,10 +114,8 @@ mod tests {
                          +++ b/drivers/x.c\n+\tret = -ENOSYS;\n";
 
     fn kept(report: &str) -> Vec<String> {
-        reports(report)
-            .filter(|&(kind, at, _)| !is_false_positive(kind, file_at(PATCH, at)))
-            .map(|(kind, at, _)| format!("{kind}@{at}"))
-            .collect()
+        let kept = reports(report, PATCH);
+        kept.map(|(kind, at, _)| format!("{kind}@{at}")).collect()
     }
 
     #[test]

@@ -19,15 +19,7 @@
 //! test cases at level 1, parameters of parameterised cases at level 2.
 
 use crate::logscan::strip_timestamp;
-use crate::tap;
-
-/// Result of one test case or suite: `ok`, `not ok`, `ok ... # SKIP`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Pass,
-    Fail,
-    Skip,
-}
+use crate::tap::{self, Outcome};
 
 /// One test case.
 #[derive(Debug, PartialEq, Eq)]
@@ -255,15 +247,7 @@ impl Report {
 
 /// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
 fn result_line(line: &str) -> Option<(Outcome, String)> {
-    let (passed, rest) = tap::outcome(line)?;
-    let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
-    number.parse::<u64>().ok()?;
-    let (name, skipped) = tap::skip_directive(description);
-    let outcome = match (passed, skipped) {
-        (false, _) => Outcome::Fail,
-        (true, true) => Outcome::Skip,
-        (true, false) => Outcome::Pass,
-    };
+    let (outcome, _, name) = tap::result_line(line, " ")?;
     Some((outcome, name.to_string()))
 }
 

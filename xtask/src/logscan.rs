@@ -119,6 +119,13 @@ impl MarkerWatch {
         }
     }
 
+    /// Like [`MarkerWatch::new`], for lines completed after this call only.
+    pub fn from_now_on(path: PathBuf, marker: &str) -> Self {
+        let mut watch = Self::new(path, marker);
+        watch.log.new_lines();
+        watch
+    }
+
     /// The marker watched for.
     pub fn marker(&self) -> &str {
         &self.marker

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::fsutil;
+
 /// One `*.patch` file: its name and bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PatchFile {
@@ -46,8 +48,7 @@ impl Series {
             if !name.ends_with(".patch") || !entry.file_type()?.is_file() {
                 continue;
             }
-            let bytes = fs::read(entry.path())
-                .with_context(|| format!("cannot read {}", entry.path().display()))?;
+            let bytes = fsutil::read(&entry.path())?;
             patches.push(PatchFile { name, bytes });
         }
         patches.sort_by(|a, b| a.name.cmp(&b.name));

@@ -12,14 +12,14 @@
 //! directory that is removed with this value; a VM booted again gets the
 //! same initrd, and so the same secret.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::fsutil::TempDir;
+use crate::fsutil::{self, TempDir};
 use crate::newc::{self, REGULAR_FILE};
 
 /// Where the guests find the secret (relative to their root).
@@ -48,9 +48,7 @@ impl ClusterSecretFiles {
             .context("cannot read /dev/urandom for the cluster's secret")?;
         write_private(&files.secret_file(), &secret)?;
 
-        let read =
-            |path: &Path| fs::read(path).with_context(|| format!("cannot read {}", path.display()));
-        let modules = modules.map(read).transpose()?;
+        let modules = modules.map(fsutil::read).transpose()?;
         let secret = secret_archive(&secret);
         let archives: Vec<&[u8]> = modules.iter().chain([&secret]).map(Vec::as_slice).collect();
         newc::extend(base_initrd, &files.initrd(), &archives)?;
@@ -89,6 +87,7 @@ fn secret_archive(secret: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;

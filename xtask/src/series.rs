@@ -385,8 +385,7 @@ impl Change {
                 }
                 // Read and write rather than copy: permission bits of the
                 // checkout must not leak into the patches.
-                let bytes = std::fs::read(from)
-                    .with_context(|| format!("cannot read {}", from.display()))?;
+                let bytes = fsutil::read(from)?;
                 match cut {
                     None => fsutil::write(&path, bytes),
                     Some(cut) => {
@@ -856,21 +855,18 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
     let (mut internal, mut api) = (Vec::new(), Vec::new());
     for rel in source_files(repo, "tests-kunit")? {
         let name = rel.to_string_lossy();
+        let dest = format!("{LITE_DIR}/{name}");
+        let from = repo.join("tests-kunit").join(&rel);
         if KUNIT_API_FILES.contains(&name.as_ref()) {
-            api.push(place_under(repo, "tests-kunit", &rel));
-        } else if let Some((_, cut)) = KUNIT_API_HOOKS.iter().find(|(file, _)| *file == name) {
-            let dest = format!("{LITE_DIR}/{name}");
-            let from = repo.join("tests-kunit").join(&rel);
-            let (placed, cut) = (dest.clone(), Some(*cut));
-            internal.push(Change::Place {
-                dest: placed,
-                from: from.clone(),
-                cut,
-            });
-            api.push(Change::Restore { dest, from });
-        } else {
-            internal.push(place_under(repo, "tests-kunit", &rel));
+            api.push(place(dest, from));
+            continue;
         }
+        let cut = held_back(&KUNIT_API_HOOKS, &name);
+        if cut.is_some() {
+            let (dest, from) = (dest.clone(), from.clone());
+            api.push(Change::Restore { dest, from });
+        }
+        internal.push(Change::Place { dest, from, cut });
     }
     for (file, _) in KUNIT_HOOKS {
         internal.push(Change::Restore {
@@ -898,6 +894,12 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
             api,
         ),
     ])
+}
+
+/// The text `hooks` hold back of `file`, if any.
+fn held_back(hooks: &[(&str, Cut)], file: &str) -> Option<Cut> {
+    let (_, cut) = hooks.iter().find(|(held, _)| *held == file)?;
+    Some(*cut)
 }
 
 /// Where a driver source of the repository goes in the kernel tree.
@@ -963,8 +965,7 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
         for source in sources {
             let from = repo.join(&source);
             let dest = driver_dest(&source);
-            let cut = KUNIT_HOOKS.iter().find(|(file, _)| *file == source);
-            let cut = cut.map(|&(_, cut)| cut);
+            let cut = held_back(&KUNIT_HOOKS, &source);
             changes.push(Change::Place { dest, from, cut });
         }
         if index == last {
@@ -1086,14 +1087,6 @@ fn maintainers_entry(patches: &[PatchSpec]) -> PatchSpec {
     )
 }
 
-/// `repo/<dir>/<rel>` placed at `drivers/infiniband/ulp/lite/<rel>`.
-fn place_under(repo: &Path, dir: &str, rel: &Path) -> Change {
-    place(
-        format!("{LITE_DIR}/{}", rel.display()),
-        repo.join(dir).join(rel),
-    )
-}
-
 /// Files under `repo/<dir>`, relative to it and sorted: those git tracks or
 /// would track (ignored build products excluded); every file when `repo` is
 /// not a git checkout. A missing directory has no files.
@@ -1135,9 +1128,7 @@ impl ScratchRepo {
         };
         process::output(repo.git().args(["init", "--quiet", "--template="]))?;
         for rel in EDITED_FILES {
-            let from = pristine.join(rel);
-            let bytes =
-                std::fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
+            let bytes = fsutil::read(&pristine.join(rel))?;
             fsutil::write(&repo.path().join(rel), bytes)?;
         }
         if !repo.commit("base\n")? {

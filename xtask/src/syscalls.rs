@@ -111,7 +111,7 @@ pub fn parse_definitions(source: &str) -> Result<Vec<(String, Params)>> {
         let Some(args_start) = after.strip_prefix('(') else {
             continue;
         };
-        let Some(close) = matching_paren(args_start) else {
+        let Some(close) = find_top(args_start, "", |c, depth| depth == 0 && c == ')') else {
             bail!("unterminated SYSCALL_DEFINE{arity}(");
         };
         let inner = &args_start[..close];
@@ -140,15 +140,26 @@ pub fn parse_definitions(source: &str) -> Result<Vec<(String, Params)>> {
     Ok(defs)
 }
 
-/// Index of the `)` closing an already-opened parenthesis.
-fn matching_paren(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
+/// The index of the first character of `text` outside the quotes in
+/// `quotes` for which `stop(c, depth)` holds, `depth` being the nesting of
+/// brackets and parentheses before it.
+pub(crate) fn find_top(
+    text: &str,
+    quotes: &str,
+    mut stop: impl FnMut(char, i32) -> bool,
+) -> Option<usize> {
+    let (mut depth, mut quote) = (0, None);
     for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' if depth == 0 => return Some(i),
-            ')' => depth -= 1,
-            _ => {}
+        if quote.is_some() {
+            quote = quote.filter(|&q| q != c);
+        } else if quotes.contains(c) {
+            quote = Some(c);
+        } else if stop(c, depth) {
+            return Some(i);
+        } else if matches!(c, '[' | '(') {
+            depth += 1;
+        } else if matches!(c, ']' | ')') {
+            depth -= 1;
         }
     }
     None

@@ -29,7 +29,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::syscalls;
+use crate::syscalls::{self, find_top, Syscall};
 
 /// The inputs, relative to the repository root.
 const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
@@ -99,41 +99,29 @@ fn check(src: &Sources) -> Vec<String> {
 /// [`check`], or the one problem that a file cannot be read at all.
 fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let numbers = syscalls::parse_numbers(&src.header).map_err(|e| format!("{HEADER}: {e}"))?;
-    let definitions = syscalls::parse_definitions(&src.syscalls_c);
-    let definitions = definitions.map_err(|e| format!("{SYSCALLS_C}: {e}"))?;
-    let definitions = definitions.into_iter().collect();
+    // Every numbered call is defined, and only those (see `syscalls::load`).
+    let calls = syscalls::load(&src.header, &src.syscalls_c);
+    let calls = calls.map_err(|e| format!("{HEADER} and {SYSCALLS_C}: {e:#}"))?;
     let header = parse_header(&src.header, &mut problems);
     let syz = parse_syzlang(&src.txt, &mut problems);
     let consts = parse_consts(&src.consts).map_err(|e| format!("{CONST}: {e}"))?;
-    check_calls(&numbers, &definitions, &header, &syz, &mut problems);
-    check_numbers(&numbers, &consts, &mut problems);
+    check_calls(&calls, &header, &syz, &mut problems);
+    check_numbers(&calls, &consts, &mut problems);
     check_constants(&header, &syz, &consts, &mut problems);
     check_structs(&header, &syz, &mut problems);
     Ok(problems)
 }
 
-/// Each numbered call is described, defined and documented; each
+/// Each numbered (and so defined) call is described and documented; each
 /// described or documented call is numbered; the arguments of the
 /// descriptions and of the documented prototypes match the definition's.
-fn check_calls(
-    numbers: &[(String, u32)],
-    definitions: &BTreeMap<String, syscalls::Params>,
-    header: &Header,
-    syz: &Syzlang,
-    problems: &mut Vec<String>,
-) {
-    let numbered = |name: &str| numbers.iter().any(|(n, _)| n == name);
+fn check_calls(calls: &[Syscall], header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
+    let defined = |name: &str| calls.iter().find(|call| call.name == name);
     let described: BTreeSet<&str> = syz.calls.iter().map(|c| c.base.as_str()).collect();
-    for (name, _) in numbers {
+    for Syscall { name, .. } in calls {
         if !described.contains(name.as_str()) {
             problems.push(format!(
                 "{name}: {HEADER} numbers it (__NR_{name}) but {TXT} does not describe it"
-            ));
-        }
-        if !definitions.contains_key(name) {
-            problems.push(format!(
-                "{name}: {HEADER} numbers it but {SYSCALLS_C} has no SYSCALL_DEFINE for it"
             ));
         }
         if !header.prototypes.contains_key(name) {
@@ -144,40 +132,37 @@ fn check_calls(
     }
     let width = |ty: &str| syz.width(ty, 0);
     for call in &syz.calls {
-        if !numbered(&call.base) {
-            problems.push(format!(
+        match defined(&call.base) {
+            None => problems.push(format!(
                 "{}: {TXT}:{} describes it but {HEADER} has no __NR_{}",
                 call.name, call.line, call.base
-            ));
-        }
-        if let Some(params) = definitions.get(&call.base) {
-            compare_decls(
+            )),
+            Some(defined) => compare_decls(
                 &call.name,
                 (TXT, &call.args, &width),
-                (SYSCALLS_C, params, &c_width),
+                (SYSCALLS_C, &defined.params, &c_width),
                 problems,
-            );
+            ),
         }
     }
     for (name, documented) in &header.prototypes {
-        if !numbered(name) {
-            problems.push(format!(
+        match defined(name) {
+            None => problems.push(format!(
                 "{name}: {HEADER} documents it but does not number it"
-            ));
-        } else if let Some(defined) = definitions.get(name) {
-            compare_decls(
+            )),
+            Some(defined) => compare_decls(
                 name,
                 (HEADER, documented, &c_width),
-                (SYSCALLS_C, defined, &c_width),
+                (SYSCALLS_C, &defined.params, &c_width),
                 problems,
-            );
+            ),
         }
     }
 }
 
 /// `lite.txt.const` gives every call the header's number.
-fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut Vec<String>) {
-    for (name, number) in numbers {
+fn check_numbers(calls: &[Syscall], consts: &ConstFile, problems: &mut Vec<String>) {
+    for Syscall { name, number, .. } in calls {
         let key = format!("__NR_{name}");
         match consts.get(&key) {
             None => problems.push(format!("{key}: {CONST} lacks it ({number} in {HEADER})")),
@@ -651,27 +636,6 @@ fn parse_type(text: &str) -> (&str, Vec<&str>) {
         }
         _ => (text, Vec::new()),
     }
-}
-
-/// The index of the first character of `text` outside the quotes in
-/// `quotes` for which `stop(c, depth)` holds, `depth` being the nesting of
-/// brackets and parentheses before it.
-fn find_top(text: &str, quotes: &str, mut stop: impl FnMut(char, i32) -> bool) -> Option<usize> {
-    let (mut depth, mut quote) = (0, None);
-    for (i, c) in text.char_indices() {
-        if quote.is_some() {
-            quote = quote.filter(|&q| q != c);
-        } else if quotes.contains(c) {
-            quote = Some(c);
-        } else if stop(c, depth) {
-            return Some(i);
-        } else if matches!(c, '[' | '(') {
-            depth += 1;
-        } else if matches!(c, ']' | ')') {
-            depth -= 1;
-        }
-    }
-    None
 }
 
 /// Splits a field's `type (attrs)` into the type and the rest: the type

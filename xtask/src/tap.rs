@@ -66,6 +66,15 @@ pub fn split_programs(log: &str) -> Vec<ProgramOutput> {
     parts
 }
 
+/// Result of one test point (or KUnit case or suite): `ok`, `not ok`,
+/// `ok ... # SKIP`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Skip,
+}
+
 /// One TAP test point.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TestPoint {
@@ -73,10 +82,7 @@ pub struct TestPoint {
     pub number: u64,
     /// Description, without the leading `- ` and the directive.
     pub description: String,
-    /// `ok` (pass or skip) or `not ok`.
-    pub passed: bool,
-    /// `# SKIP` directive present.
-    pub skipped: bool,
+    pub outcome: Outcome,
     /// Diagnostic lines following a `not ok`.
     pub diagnostics: Vec<String>,
 }
@@ -120,9 +126,14 @@ impl Report {
         let mut collecting = false;
         for raw in log.lines() {
             let line = strip_timestamp(raw).trim_end();
-            if let Some(point) = test_point(line, separator) {
-                collecting = !point.passed;
-                report.points.push(point);
+            if let Some((outcome, number, description)) = result_line(line, separator) {
+                collecting = outcome == Outcome::Fail;
+                report.points.push(TestPoint {
+                    number,
+                    description: description.to_string(),
+                    outcome,
+                    diagnostics: Vec::new(),
+                });
                 continue;
             }
             if let Some(n) = line.strip_prefix("1..").and_then(|n| n.trim().parse().ok()) {
@@ -147,23 +158,24 @@ impl Report {
         report
     }
 
+    /// Test points with `outcome`.
+    fn count(&self, outcome: Outcome) -> u64 {
+        self.points.iter().filter(|p| p.outcome == outcome).count() as u64
+    }
+
     /// Passed test points (skipped ones excluded).
     pub fn passed(&self) -> u64 {
-        self.points
-            .iter()
-            .filter(|p| p.passed && !p.skipped)
-            .count() as u64
+        self.count(Outcome::Pass)
     }
 
     /// Skipped test points.
     pub fn skipped(&self) -> u64 {
-        self.points.iter().filter(|p| p.skipped).count() as u64
+        self.count(Outcome::Skip)
     }
 
     /// Failed test points, plus planned points that never reported.
     pub fn failed(&self) -> u64 {
-        let failed = self.points.iter().filter(|p| !p.passed).count() as u64;
-        failed + self.missing()
+        self.count(Outcome::Fail) + self.missing()
     }
 
     /// Planned points that never reported.
@@ -179,7 +191,7 @@ impl Report {
         if self.points.is_empty() {
             problems.push("no TAP test results".to_string());
         }
-        for point in self.points.iter().filter(|p| !p.passed) {
+        for point in self.points.iter().filter(|p| p.outcome == Outcome::Fail) {
             let head = format!("not ok {} - {}", point.number, point.description);
             problems.push(with_diagnostics(head, &point.diagnostics));
         }
@@ -191,7 +203,7 @@ impl Report {
             ));
         }
         if let Some((p, f)) = self.summary {
-            let failed = self.points.iter().filter(|p| !p.passed).count() as u64;
+            let failed = self.count(Outcome::Fail);
             // Whether skips count as passed is the test program's choice.
             let passed_ok = p == self.passed() || p == self.passed() + self.skipped();
             if !passed_ok || f != failed {
@@ -209,44 +221,31 @@ impl Report {
 
 /// A result line, its number and description apart by `separator`:
 /// `ok 1 - desc`, `not ok 2 - desc`, `ok 3 - desc # SKIP why` with
-/// [`DASH`], `ok 1 fixture.name` with a blank as kselftest prints them.
-fn test_point(line: &str, separator: &str) -> Option<TestPoint> {
-    let (passed, rest) = outcome(line)?;
-    let (number, description) = rest.split_once(separator)?;
-    let (description, skipped) = skip_directive(description);
-    Some(TestPoint {
-        number: number.parse().ok()?,
-        description: description.to_string(),
-        passed,
-        skipped,
-        diagnostics: Vec::new(),
-    })
+/// [`DASH`], `ok 1 fixture.name` with a blank as kselftest and KUnit print
+/// them. Its outcome, number and description without the directive.
+pub fn result_line<'a>(line: &'a str, separator: &str) -> Option<(Outcome, u64, &'a str)> {
+    let (passed, rest) = match line.strip_prefix("not ok ") {
+        Some(rest) => (false, rest),
+        None => (true, line.strip_prefix("ok ")?),
+    };
+    let (number, description) = rest.split_once(separator).unwrap_or((rest, ""));
+    let (description, directive) = description.split_once(" # ").unwrap_or((description, ""));
+    let skipped = directive
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("SKIP");
+    let outcome = match (passed, skipped) {
+        (false, _) => Outcome::Fail,
+        (true, true) => Outcome::Skip,
+        (true, false) => Outcome::Pass,
+    };
+    Some((outcome, number.parse().ok()?, description.trim()))
 }
 
 /// The separator LITE's programs print after a result's number. It is
 /// required: KUnit prints its own `ok 1 suite` lines on the same console
 /// when a suite runs, and those are not the test's points.
 const DASH: &str = " - ";
-
-/// Splits a result line, `ok REST` or `not ok REST`, into whether it
-/// passed and REST; shared with KUnit's KTAP.
-pub fn outcome(line: &str) -> Option<(bool, &str)> {
-    match line.strip_prefix("not ok ") {
-        Some(rest) => Some((false, rest)),
-        None => Some((true, line.strip_prefix("ok ")?)),
-    }
-}
-
-/// Splits `description # directive` into the trimmed description and
-/// whether the directive is a SKIP.
-pub fn skip_directive(text: &str) -> (&str, bool) {
-    let (description, directive) = text.split_once(" # ").unwrap_or((text, ""));
-    let skipped = directive
-        .trim_start()
-        .to_ascii_uppercase()
-        .starts_with("SKIP");
-    (description.trim(), skipped)
-}
 
 /// A failure's `head` line with its diagnostic `lines` indented below it.
 pub fn with_diagnostics(
@@ -319,7 +318,7 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(report.points.len(), 4);
         assert_eq!(report.points[1].description, "remote write then read");
         assert_eq!(report.points[1].diagnostics.len(), 2);
-        assert!(report.points[2].skipped && report.points[2].passed);
+        assert_eq!(report.points[2].outcome, Outcome::Skip);
         assert_eq!(report.points[3].description, "free");
         assert_eq!(report.summary, Some((3, 1)));
         assert_eq!(counts(&report), (2, 1, 1));

@@ -19,7 +19,7 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec, Images, Nodes};
 use crate::demo;
-use crate::fsutil::TempDir;
+use crate::fsutil::{self, TempDir};
 use crate::kernel::Flavour;
 use crate::newc::{self, REGULAR_FILE};
 use crate::paths::Cache;
@@ -147,8 +147,7 @@ impl ProgramArchive {
         ];
         if linking == Linking::Dynamic {
             for library in initramfs::shared_libraries(program)? {
-                let contents = fs::read(&library)
-                    .with_context(|| format!("cannot read {}", library.display()))?;
+                let contents = fsutil::read(&library)?;
                 let guest_path = Path::new("/").join(initramfs::guest_library_path(&library)?);
                 files.push((merged_usr_path(&guest_path)?, contents));
             }
@@ -315,16 +314,11 @@ fn environment_params(node: usize, nodes: usize) -> Vec<String> {
 
 /// The guest roles of `--shell`'s `nodes` nodes.
 fn shell_roles(nodes: usize) -> Vec<String> {
-    (1..=nodes)
-        .map(|i| {
-            if i == SHELL_NODE {
-                SHELL_ROLE
-            } else {
-                IDLE_ROLE
-            }
-            .to_string()
-        })
-        .collect()
+    let mut roles = vec![IDLE_ROLE.to_string(); nodes];
+    if let Some(shell) = roles.get_mut(SHELL_NODE - 1) {
+        *shell = SHELL_ROLE.to_string();
+    }
+    roles
 }
 
 /// How one node's program (or shell) ended; the derived order goes from
