@@ -3,8 +3,10 @@
 //! message passing under a LITE lock, store buffering across a barrier, two
 //! writers of one page in turn, many readers then a writer, false sharing
 //! of one page by every node at once, and writes and reads of pages in each
-//! of the region's three chunks, which LITE puts on different nodes (the
-//! region is larger than what one node holds of it). Then misuse of
+//! of the region's three chunks, which LITE puts on different nodes. The
+//! region is larger than what any node lets node 1 hold on it: with three
+//! nodes or more, every other node limits node 1's LMRs to [`SHARE`] more
+//! than they hold there while node 1 creates it. Then misuse of
 //! `lite_dsm_open` and `mmap`, and the region's end once every node closed
 //! it. Node 1 also checks that creating the region charges its user's
 //! quotas as an LMR of its size published under a name would, and that
@@ -21,7 +23,7 @@ use lite::dsm::{Mapping, Region};
 use lite::sys::{LiteLock, CHUNK_SIZE, DSM_CREATE, MAX_LMR_SIZE};
 
 use super::io::{barrier, enter_barrier, out_of_step, status, unless, InStep, BARRIER_LIMIT};
-use super::quotas::read_quotas;
+use super::quotas::{limit_served, read_quotas, reset_served};
 use super::sync::{ask_lock, create_lock};
 use super::Node;
 use crate::debugfs::quotas::{Resource, Usage};
@@ -37,6 +39,9 @@ const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE as u64) as usize;
 const REGION_PAGES: usize = 2 * CHUNK_PAGES + PAGES;
 /// Pages on either side of the chunks' boundaries, each in another chunk.
 const HOME_PAGES: [usize; 3] = [CHUNK_PAGES - 1, CHUNK_PAGES, 2 * CHUNK_PAGES];
+/// What every other node lets node 1's LMRs hold on it beyond what they
+/// hold while the region is created: less than the region.
+const SHARE: u64 = CHUNK_SIZE + CHUNK_SIZE / 2;
 /// Words of a page.
 const WORDS: usize = PAGE / 8;
 const PAGE: usize = 4096;
@@ -72,6 +77,15 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         expect_errno(missing, ENOENT),
     );
     barrier(kernel, tap, nodes, "looking for the DSM region")?;
+    let limited = limit_node_1(kernel, tap, at, size);
+    // Out of step, the limit goes at once, disturbing nothing after.
+    let reset_limit = |out_of_step| {
+        if limited.is_some() {
+            let _ = reset_served(kernel, 1);
+        }
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "limiting node 1's share").map_err(reset_limit)?;
     let region_password = REGION_PASSWORD;
     // What node 1's user (this process's) holds before the region exists.
     let held_before = (me == 1).then(|| root_usage(kernel));
@@ -99,7 +113,24 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             status(created),
         );
     }
-    barrier(kernel, tap, nodes, "creating the DSM region")?;
+    barrier(kernel, tap, nodes, "creating the DSM region").map_err(reset_limit)?;
+    if let Some(before) = limited {
+        let held = before.and_then(|before| {
+            let now = read_quotas(kernel)?.served_for(1);
+            unless(now <= before + SHARE, || {
+                format!("node 1's LMRs hold {now} B here, {before} B before")
+            })?;
+            reset_served(kernel, 1)
+        });
+        tap.check(
+            &format!(
+                "node {me}: holds at most {} MiB more of node 1's LMRs once the DSM region exists; \
+                 \"limit node 1 default\" then lifts the limit",
+                SHARE >> 20
+            ),
+            held,
+        );
+    }
     let shared = match created {
         Some(created) => created,
         None => {
@@ -188,6 +219,39 @@ fn root_usage<K: Kernel>(kernel: &K) -> Result<Usage, String> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     Ok(read_quotas(kernel)?.usage_of(uid))
+}
+
+/// Every node but node 1, with three nodes or more: lets node 1's LMRs hold
+/// at most [`SHARE`] more on this node while node 1 creates the region of
+/// `size` bytes, so that it can only exist spread over the nodes; what
+/// they held before, if limited.
+fn limit_node_1<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    at: Node,
+    size: u64,
+) -> Option<Result<u64, String>> {
+    let Node { me, nodes, .. } = at;
+    let what = format!(
+        "node {me}: limits node 1's LMRs to {} MiB more on this node, less than the DSM \
+         region's {size} B",
+        SHARE >> 20
+    );
+    match (me, nodes) {
+        (1, _) => None,
+        (_, ..=2) => {
+            tap.skip(
+                &what,
+                "needs two nodes besides node 1 to spread the region over",
+            );
+            None
+        }
+        _ => {
+            let limited = limit_served(kernel, 1, SHARE);
+            tap.check(&what, limited.clone().map(drop));
+            Some(limited)
+        }
+    }
 }
 
 /// The index of word `index` of page `page`.

@@ -142,6 +142,27 @@ fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> 
     write_debugfs_line(kernel, QUOTAS_FILE, command)
 }
 
+/// Lets the LMRs of `node` hold `more` bytes on this node beyond what they
+/// hold now, and checks that the quotas file shows the limit; what they
+/// held before.
+pub(super) fn limit_served<K: Kernel>(kernel: &K, node: u32, more: u64) -> Result<u64, String> {
+    let before = read_quotas(kernel)?.served_for(node);
+    let limit = Limit::At(before + more);
+    write_quotas(kernel, &Command::Node(node, limit))?;
+    match read_quotas(kernel)?.nodes.get(&node) {
+        Some(shown) if *shown == limit => Ok(before),
+        Some(shown) => Err(format!("the file shows {shown}, not {limit}")),
+        None => Err(format!("the file has no limit node {node} line")),
+    }
+}
+
+/// Gives the LMRs of `node` the default limit on this node again, which
+/// the quotas file shows by having no line of its own for `node`.
+pub(super) fn reset_served<K: Kernel>(kernel: &K, node: u32) -> Result<(), String> {
+    write_quotas(kernel, &Command::NodeReset(node))
+        .and_then(|()| no_line(read_quotas(kernel)?.nodes.get(&node)))
+}
+
 /// Passes when the quotas file has no line of its own for a user or node
 /// (`shown` is `None`).
 fn no_line(shown: Option<impl Display>) -> Result<(), String> {
@@ -858,24 +879,15 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let limited = next_node(me, nodes);
     let server = previous_node(me, nodes);
     barrier(kernel, tap, nodes, "the user quota cases of every node")?;
-    let served_before = read_quotas(kernel).map(|file| file.served_for(limited));
-    let set = served_before.clone().and_then(|before| {
-        let limit = Limit::At(before + SERVING_LIMIT);
-        write_quotas(kernel, &Command::Node(limited, limit))?;
-        match read_quotas(kernel)?.nodes.get(&limited) {
-            Some(shown) if *shown == limit => Ok(()),
-            Some(shown) => Err(format!("the file shows {shown}, not {limit}")),
-            None => Err(format!("the file has no limit node {limited} line")),
-        }
-    });
+    let served_before = limit_served(kernel, limited, SERVING_LIMIT);
     tap.check(
         &format!("node {me}: \"limit node {limited} remote_memory=N\" lets the LMRs of node {limited} hold {} more on this node than they do, which the quotas file shows", kib(SERVING_LIMIT)),
-        set,
+        served_before.clone().map(drop),
     );
     // Out of step, the limit goes before the run ends, so that it
     // disturbs nothing run after the test.
     let reset_limit = |out_of_step| {
-        let _ = write_quotas(kernel, &Command::NodeReset(limited));
+        let _ = reset_served(kernel, limited);
         out_of_step
     };
     barrier(kernel, tap, nodes, "limiting the next nodes").map_err(reset_limit)?;
@@ -895,11 +907,9 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
     tap.check(&point, served);
     barrier(kernel, tap, nodes, "reading what the next nodes hold").map_err(reset_limit)?;
-    let reset = write_quotas(kernel, &Command::NodeReset(limited))
-        .and_then(|()| no_line(read_quotas(kernel)?.nodes.get(&limited)));
     tap.check(
         &format!("node {me}: \"limit node {limited} default\" gives node {limited} the default limit again (no limit node {limited} line)"),
-        reset,
+        reset_served(kernel, limited),
     );
     barrier(kernel, tap, nodes, "resetting the limits of the next nodes")?;
     let point = format!("node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle", kib(SERVING_LIMIT));
