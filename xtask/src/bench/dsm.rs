@@ -6,7 +6,7 @@
 
 use super::parse::{Latency, Measurements, Spread};
 use super::report::{cell, spread_cell, Table};
-use super::rounds::Range;
+use super::rounds::{median_spread, Range};
 use crate::ui;
 
 /// LITE-DSM's faults, by their names in the records, and what each is.
@@ -24,19 +24,17 @@ pub const READ: (&str, &str) = ("read", "LITE read of 4 KiB");
 /// One series over the rounds that measured it: the median over the
 /// rounds of its median, 10th and 90th percentile.
 pub fn spread(m: &Measurements, op: &str) -> Option<Spread> {
-    let of = |pick: fn(&Latency) -> f64| {
-        let values: Vec<f64> = m
-            .dsm_rounds
-            .values()
-            .filter_map(|round| round.get(op).map(pick))
-            .collect();
-        Range::of(&values).map(|r| r.median)
-    };
-    Some(Spread {
-        median: of(|l| l.median)?,
-        p10: of(|l| l.p10)?,
-        p90: of(|l| l.p90)?,
-    })
+    let spreads: Vec<Spread> = m
+        .dsm_rounds
+        .values()
+        .filter_map(|round| round.get(op))
+        .map(|l: &Latency| Spread {
+            median: l.median,
+            p10: l.p10,
+            p90: l.p90,
+        })
+        .collect();
+    median_spread(&spreads)
 }
 
 /// The fault/read ratio of the medians of every round that measured both.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use super::parse::{Qos, QosRows, Spread};
 use super::report::{cell, ratio_cell, spread_cell, Table};
-use super::rounds::{Range, Verdict};
+use super::rounds::{median_spread, Range, Verdict};
 
 /// The target: with QoS on, the high-priority process's median write
 /// latency under load within 1.5x of its unloaded median.
@@ -46,19 +46,12 @@ pub fn round_ratios(rows: &QosRows, qos: &str) -> Vec<f64> {
 /// The median over the rounds of a phase's median, 10th and 90th
 /// percentile.
 pub fn phase_spread(rows: &QosRows, phase: &str, qos: &str) -> Option<Spread> {
-    let of = |pick: fn(&Qos) -> f64| {
-        let values: Vec<f64> = rows
-            .values()
-            .filter(|r| r.phase == phase && r.qos == qos)
-            .map(pick)
-            .collect();
-        Range::of(&values).map(|r| r.median)
-    };
-    Some(Spread {
-        median: of(|r| r.latency.median)?,
-        p10: of(|r| r.latency.p10)?,
-        p90: of(|r| r.latency.p90)?,
-    })
+    let spreads: Vec<Spread> = rows
+        .values()
+        .filter(|r| r.phase == phase && r.qos == qos)
+        .map(|r| r.latency)
+        .collect();
+    median_spread(&spreads)
 }
 
 /// The phases measured, in report order: (phase, QoS).

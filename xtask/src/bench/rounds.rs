@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use lite_bench_record::percentile;
 
-use super::parse::{records, Latency, Record, Side};
+use super::parse::{records, Latency, Record, Side, Spread};
 use super::report::Table;
 
 /// What a round measures, which the markers around its lines in a guest
@@ -211,6 +211,20 @@ impl Range {
         let Range { median, min, max } = self;
         format!("{median:.decimals$} ({min:.decimals$}-{max:.decimals$})")
     }
+}
+
+/// The median over several rounds of each of their spreads' median, 10th
+/// and 90th percentile; `None` for none.
+pub fn median_spread(spreads: &[Spread]) -> Option<Spread> {
+    let of = |pick: fn(&Spread) -> f64| {
+        let values: Vec<f64> = spreads.iter().map(pick).collect();
+        Range::of(&values).map(|r| r.median)
+    };
+    Some(Spread {
+        median: of(|s| s.median)?,
+        p10: of(|s| s.p10)?,
+        p90: of(|s| s.p90)?,
+    })
 }
 
 /// One compared series, operation `op` (`lite-bench`'s name) of `size`
