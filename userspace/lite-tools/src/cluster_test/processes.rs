@@ -306,11 +306,15 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     };
     let after = |tap: &mut Tap<W>, what: &str| barrier(kernel, tap, nodes, what);
     after(tap, "publishing the LMR the exiting child maps")?;
+    // Every node counts before any child allocates on it: the previous
+    // node's child holds a chunk here while it lives.
+    let before = stats(kernel);
+    after(tap, "counting before the exiting children")?;
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             // What process exit must restore.
             let leak_view = |s: &LiteStats| (own_counters(s), s.held_chunks);
-            let before = stats(kernel)?;
+            let before = before?;
             let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
             let points = points_of(spawn_kind("leak", &args)?)?;
             first_failure(points).map_err(|e| format!("child: {e}"))?;
