@@ -21,14 +21,11 @@
 use crate::logscan::strip_timestamp;
 use crate::tap::{self, Outcome};
 
-/// One test case.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Case {
-    /// Case name.
     pub name: String,
-    /// Its result.
     pub outcome: Outcome,
-    /// Lines KUnit printed for the case before its result (failure messages).
+    /// Lines KUnit printed before its result (failure messages).
     pub diagnostics: Vec<String>,
 }
 
@@ -41,23 +38,21 @@ pub struct Totals {
     pub total: u64,
 }
 
-/// One suite.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Suite {
-    /// Suite name (from `# Subtest:` or its result line).
+    /// From `# Subtest:` or its result line.
     pub name: String,
-    /// Cases in order.
     pub cases: Vec<Case>,
-    /// The `1..N` plan, if printed.
+    /// `1..N`.
     pub planned: Option<usize>,
-    /// The suite's own result line, if it got that far.
+    /// If it got that far.
     pub result: Option<Outcome>,
-    /// The suite's `# Totals:` line (counts parameters individually).
+    /// Counts parameters individually.
     pub totals: Option<Totals>,
 }
 
 impl Suite {
-    /// Cases the plan announced but that never reported (the kernel died?).
+    /// Planned cases that never reported (the kernel died?).
     pub fn missing(&self) -> usize {
         self.planned.unwrap_or(0).saturating_sub(self.cases.len())
     }
@@ -67,18 +62,16 @@ impl Suite {
     }
 }
 
-/// Everything KUnit reported in one log.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Suites in order.
     pub suites: Vec<Suite>,
 }
 
-/// Most diagnostic lines kept per case.
+/// Per case.
 const MAX_DIAGNOSTICS: usize = 30;
 
 impl Report {
-    /// Parses the KTAP in a console log; other kernel messages are ignored.
+    /// Other kernel messages are ignored.
     pub fn parse(log: &str) -> Self {
         let mut report = Report::default();
         // Index of the suite whose cases are being printed.
@@ -152,7 +145,6 @@ impl Report {
         report
     }
 
-    /// Adds an empty suite; its index.
     fn new_suite(&mut self) -> usize {
         self.suites.push(Suite::default());
         self.suites.len() - 1
@@ -166,12 +158,11 @@ impl Report {
         }
     }
 
-    /// Passed cases over all suites.
     pub fn passed(&self) -> usize {
         self.suites.iter().map(|s| s.count(Outcome::Pass)).sum()
     }
 
-    /// Failed cases, counting cases that were planned but never reported.
+    /// With the planned cases that never reported.
     pub fn failed(&self) -> usize {
         self.suites
             .iter()
@@ -179,12 +170,10 @@ impl Report {
             .sum()
     }
 
-    /// Skipped cases.
     pub fn skipped(&self) -> usize {
         self.suites.iter().map(|s| s.count(Outcome::Skip)).sum()
     }
 
-    /// Every reason the run is not a success, one line (or block) each.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.suites.iter().all(|s| s.cases.is_empty()) {
@@ -215,7 +204,6 @@ impl Report {
         problems
     }
 
-    /// One summary line per suite.
     pub fn summary(&self) -> Vec<String> {
         self.suites
             .iter()
@@ -273,7 +261,6 @@ fn totals_line(line: &str) -> Option<Totals> {
 mod tests {
     use super::*;
 
-    /// Passed, failed and skipped cases.
     fn counts(report: &Report) -> (usize, usize, usize) {
         (report.passed(), report.failed(), report.skipped())
     }

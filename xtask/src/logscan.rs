@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::fsutil::LogFollower;
 
-/// Substrings that mean the kernel (or Rust code in it) went wrong.
+/// The kernel (or Rust code in it) went wrong.
 pub const CRASH_PATTERNS: &[&str] = &[
     "BUG:",
     "Oops",
@@ -24,24 +24,20 @@ pub const CRASH_PATTERNS: &[&str] = &[
     "discarded this node's requests",
 ];
 
-/// Marker the guest's `/init` prints last: `LITE-GUEST-EXIT rc=<code>`.
+/// What `/init` prints last.
 pub const EXIT_MARKER: &str = "LITE-GUEST-EXIT rc=";
-
-/// Lines of context reported with a crash.
 const CONTEXT_LINES: usize = 10;
 
-/// The first crash pattern found in a log.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Crash {
-    /// The pattern that matched.
     pub pattern: &'static str,
-    /// 1-based line number of the match.
+    /// From 1.
     pub line: usize,
     /// The matching line and the lines after it.
     pub context: Vec<String>,
 }
 
-/// Removes a printk timestamp (`[    1.234567] `) from a console line.
+/// `[    1.234567] `.
 pub fn strip_timestamp(line: &str) -> &str {
     let line = line.trim_end_matches('\r');
     if let Some(rest) = line.strip_prefix('[') {
@@ -55,7 +51,6 @@ pub fn strip_timestamp(line: &str) -> &str {
     line
 }
 
-/// The first line matching any of [`CRASH_PATTERNS`], with context.
 pub fn first_crash(log: &str) -> Option<Crash> {
     let lines: Vec<&str> = log.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -71,7 +66,7 @@ pub fn first_crash(log: &str) -> Option<Crash> {
     None
 }
 
-/// The exit code from the last `LITE-GUEST-EXIT rc=<code>` line, if any.
+/// From the last `LITE-GUEST-EXIT rc=<code>`.
 pub fn guest_exit(log: &str) -> Option<i32> {
     log.lines().rev().find_map(|line| {
         let (_, rest) = line.split_once(EXIT_MARKER)?;
@@ -83,7 +78,7 @@ pub fn guest_exit(log: &str) -> Option<i32> {
     })
 }
 
-/// Problems with one node's log: a crash, or no `LITE-GUEST-EXIT rc=0`.
+/// A crash, or no `LITE-GUEST-EXIT rc=0`.
 pub fn problems(log: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(crash) = first_crash(log) {
@@ -101,8 +96,7 @@ pub fn problems(log: &str) -> Vec<String> {
     problems
 }
 
-/// Follows a console log that is still being written and tells when a
-/// complete line containing a marker has appeared.
+/// Tells when a complete line with a marker appeared in a growing log.
 pub struct MarkerWatch {
     log: LogFollower,
     marker: String,
@@ -110,7 +104,7 @@ pub struct MarkerWatch {
 }
 
 impl MarkerWatch {
-    /// Watches `path` (which need not exist yet) for `marker`.
+    /// `path` need not exist yet.
     pub fn new(path: PathBuf, marker: &str) -> Self {
         Self {
             log: LogFollower::new(path),
@@ -119,21 +113,18 @@ impl MarkerWatch {
         }
     }
 
-    /// Like [`MarkerWatch::new`], for lines completed after this call only.
+    /// For lines completed after this call only.
     pub fn from_now_on(path: PathBuf, marker: &str) -> Self {
         let mut watch = Self::new(path, marker);
         watch.log.new_lines();
         watch
     }
 
-    /// The marker watched for.
     pub fn marker(&self) -> &str {
         &self.marker
     }
 
-    /// Reads the lines completed in the log since the last call; whether
-    /// the marker has appeared by now. A marker on a line not yet ended
-    /// counts once its line ends.
+    /// Whether the marker has appeared by now, on an ended line.
     pub fn poll(&mut self) -> bool {
         if !self.found {
             let lines = self.log.new_lines();
@@ -143,8 +134,7 @@ impl MarkerWatch {
     }
 }
 
-/// A console log as text; a missing log reads as empty (a scan then fails
-/// it, and it reports no exit).
+/// A missing log reads as empty (a scan then fails it: it reports no exit).
 pub fn read_log(path: &std::path::Path) -> String {
     std::fs::read(path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
