@@ -21,12 +21,9 @@ use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
 use crate::{interrupt, logscan, tap, ui};
 
-/// Guest role that only fuzzes.
 pub const ROLE: &str = "fuzz";
-/// The fuzzer, as the guest's `/init` runs it.
 pub const PROGRAM: &str = "lite-fuzz";
-/// Time for booting, joining and the fuzzers' start and end, on top of
-/// the fuzzing time.
+/// For booting, joining and the fuzzers' start and end.
 const MARGIN: Duration = Duration::from_secs(20 * 60);
 
 /// Start of the guest's summary lines, after `# ` (see
@@ -35,7 +32,6 @@ pub(crate) const CALLS_PREFIX: &str = "lite-fuzz calls ";
 pub(crate) const TOTAL_PREFIX: &str = "lite-fuzz total ";
 pub(crate) const ALARM_PREFIX: &str = "ALARM ";
 
-/// A seed from the clock.
 pub fn seed_from_clock() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -47,7 +43,7 @@ pub fn seed_from_clock() -> u64 {
     z ^ (z >> 31)
 }
 
-/// Parses `--seed`: decimal, or hexadecimal with `0x`.
+/// Decimal, or hexadecimal with `0x`.
 pub fn parse_seed(text: &str) -> Result<u64, String> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -56,7 +52,6 @@ pub fn parse_seed(text: &str) -> Result<u64, String> {
     parsed.map_err(|e| format!("expected a decimal or 0x-hexadecimal 64-bit seed ({e})"))
 }
 
-/// The kernel parameters that make a node fuzz for `seconds` with `seed`.
 pub fn kernel_params(seconds: u64, seed: u64) -> Vec<String> {
     vec![
         format!("lite.fuzzsecs={seconds}"),
@@ -64,12 +59,10 @@ pub fn kernel_params(seconds: u64, seed: u64) -> Vec<String> {
     ]
 }
 
-/// The command that replays a run.
 pub fn replay_command(minutes: u64, seed: u64, nodes: usize) -> String {
     format!("cargo xtask fuzz --minutes {minutes} --seed {seed:#x} --nodes {nodes}")
 }
 
-/// `cargo xtask fuzz`.
 pub fn run(
     minutes: u32,
     seed: Option<u64>,
@@ -245,7 +238,7 @@ impl NodeReport {
     }
 }
 
-/// One line per call: its name, calls and outcomes, most frequent first.
+/// Most frequent first.
 fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
     let width = counts.keys().map(String::len).max().unwrap_or(0);
     counts
@@ -261,8 +254,7 @@ fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
         .collect()
 }
 
-/// `outcome count` pairs, most frequent first (then by name), separated by
-/// commas.
+/// `outcome count, ...`, most frequent first (then by name).
 fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> String {
     let mut counts: Vec<(&str, u64)> = counts.into_iter().collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -270,9 +262,7 @@ fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> 
     counts.join(", ")
 }
 
-/// A console line as the fuzz run shows it while the nodes fuzz (see
-/// [`run_showing_consoles`]): its alarms, failed test points and totals,
-/// without their timestamps.
+/// Alarms, failed test points and totals, without their timestamps.
 fn alarm_line(line: &str) -> Option<&str> {
     let line = strip_timestamp(line.trim_end());
     let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))

@@ -21,23 +21,20 @@ use std::collections::BTreeSet;
 
 use crate::logscan::strip_timestamp;
 
-/// The file whose `# Lock order` section lists the nestings.
+/// Their `# Lock order` sections list the nestings, LITE's and LITE-DSM's.
 pub const LOCK_ORDER_SOURCE: &str = "rust-lite/internal/core/mod.rs";
-
-/// The file that lists the nestings of LITE-DSM's locks.
 pub const DSM_LOCK_ORDER_SOURCE: &str = "rust-lite/dsm/mod.rs";
 
 /// Class prefixes of LITE's locks and of LITE-DSM's.
 const LITE_PREFIX: &str = "lite:";
 const DSM_PREFIX: &str = "lite_dsm:";
 
-/// Start of each nesting line a guest prints.
 pub const EDGE_TAG: &str = "LITE-LOCKDEP ";
 
-/// A nesting: the outer lock's class, then the inner one's.
+/// The outer lock's class, then the inner one's.
 pub type Nesting = (String, String);
 
-/// The nestings of LITE's locks in a guest's console log.
+/// In a guest's console log.
 pub fn seen(log: &str) -> BTreeSet<Nesting> {
     log.lines()
         .filter_map(|line| strip_timestamp(line).strip_prefix(EDGE_TAG))
@@ -48,7 +45,6 @@ pub fn seen(log: &str) -> BTreeSet<Nesting> {
         .collect()
 }
 
-/// The nestings the lock order lists in `source`.
 pub fn documented(source: &str) -> BTreeSet<Nesting> {
     source
         .lines()
@@ -61,8 +57,7 @@ pub fn documented(source: &str) -> BTreeSet<Nesting> {
         .collect()
 }
 
-/// The lock classes of condition variables in the kernel sources: the
-/// class names given to `new_condvar!`.
+/// The class names given to `new_condvar!`.
 pub fn condvar_classes<'a>(sources: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
     sources
         .into_iter()
@@ -74,9 +69,8 @@ pub fn condvar_classes<'a>(sources: impl IntoIterator<Item = &'a str>) -> BTreeS
         .collect()
 }
 
-/// What is wrong with the stated order, given what the guests saw (but for
-/// nestings that involve a condition variable's class in `condvars`): one
-/// line per nesting seen but not listed, or listed but never seen.
+/// Each nesting seen but not listed, or listed but never seen, but for
+/// those that involve a condition variable's class in `condvars`.
 pub fn problems(
     documented: &BTreeSet<Nesting>,
     seen: &BTreeSet<Nesting>,

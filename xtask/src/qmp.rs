@@ -21,10 +21,9 @@ use serde_json::{json, Value};
 
 use crate::pause::Pausable;
 
-/// Pause between attempts to connect while the socket is not there yet.
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
-/// A connection to one VM's QMP socket, past the greeting.
+/// Past the greeting.
 pub struct Monitor {
     path: PathBuf,
     reader: BufReader<UnixStream>,

@@ -22,10 +22,8 @@ use anyhow::{Context, Result};
 use crate::fsutil::{self, TempDir};
 use crate::newc::{self, REGULAR_FILE};
 
-/// Where the guests find the secret (relative to their root).
+/// Relative to the guests' root.
 pub const GUEST_SECRET_PATH: &str = "etc/lite/cluster.secret";
-
-/// Bytes of a cluster's secret.
 const SECRET_LEN: usize = 32;
 
 /// The secret of one cluster: the manager's secret file and the guests'
@@ -66,7 +64,6 @@ impl ClusterSecretFiles {
     }
 }
 
-/// Creates `path` readable and writable by its owner only, holding `bytes`.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
@@ -78,8 +75,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The archive that adds the secret to an initrd: [`GUEST_SECRET_PATH`],
-/// readable by root only, and its directories.
+/// [`GUEST_SECRET_PATH`], readable by root only, and its directories.
 fn secret_archive(secret: &[u8]) -> Vec<u8> {
     let file = [(GUEST_SECRET_PATH.to_string(), secret.to_vec())];
     newc::archive(&newc::with_directories(&file, REGULAR_FILE | 0o400))

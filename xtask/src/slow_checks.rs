@@ -18,10 +18,9 @@ use crate::series::PATCH_DIR;
 use crate::ui::{self, Step};
 use crate::{apply, fsutil};
 
-/// Where the result table of the last run is written, below the logs.
+/// The last run's result table, below the logs.
 const REPORT: &str = "slow-checks.md";
 
-/// One step of the run: what it did, how it went, how long it took.
 struct Stage {
     name: String,
     outcome: Result<()>,
@@ -47,8 +46,6 @@ impl Stage {
     }
 }
 
-/// `cargo xtask slow-checks`; with `whole_series_only`, only the checks of
-/// the whole series.
 pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let cache = Cache::locate()?;
     let build = kernel::StageBuild::prepare(&cache, kernel_src)?;
@@ -145,7 +142,6 @@ impl Run {
     }
 }
 
-/// Applies `applied` to the tree and builds it with LITE as `lite` says.
 fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite: Lite) -> Stage {
     Stage::run(name, || {
         let count = applied.patches.len();
@@ -158,7 +154,6 @@ fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite:
     })
 }
 
-/// A Markdown table of the stages and the total time.
 fn report(stages: &[Stage], total: Duration, finished: bool) -> String {
     let mut text = String::from("| step | result | seconds |\n|---|---|---|\n");
     for stage in stages {
