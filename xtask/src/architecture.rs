@@ -407,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn tokens_leave_out_comments_and_literals_and_find_unsafe_code() {
+    fn tokens_leave_out_comments_and_literals_and_find_unsafe_code_and_paths() {
         let source =
             "a // x\n/* b /* nested */ c\n*/ \"s // t\" 'q' '\\'' r#\"u\"# d: &'static str\n";
         // Each token `text@line`.
@@ -422,10 +422,7 @@ mod tests {
             unsafe impl Send for T {}\n\
             pub unsafe extern \"C\" fn h() {}\n";
         assert_eq!(unsafe_lines(source), vec![5, 6, 7]);
-    }
-
-    #[test]
-    fn nested_use_groups_yield_every_leaf() {
+        // Nested use groups yield every leaf.
         let code = "use super::{a::{b, c as d}, e::E, self};\nlet x = crate::internal::f::g();";
         // Each reference `path@line`.
         let found = references(&tokens(code)).into_iter();

@@ -323,10 +323,7 @@ Run /init as init process
         assert!(problems[0].contains("kunit_tests.rs:153: decode(0x7fff).is_none()"));
         // Kernel noise is not a diagnostic.
         assert!(!problems[0].contains("crng"), "{}", problems[0]);
-    }
-
-    #[test]
-    fn all_passing_run_has_no_problems() {
+        // A run where all passed.
         let log = "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: lite_a\n    1..1\n\
                    \x20   ok 1 lite_test_x\nok 1 lite_a\n";
         let report = Report::parse(log);

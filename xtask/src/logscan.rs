@@ -151,14 +151,18 @@ mod tests {
         LITE-GUEST-EXIT rc=0\nreboot: Restarting system\n";
 
     #[test]
-    fn clean_log_passes_and_panic_option_does_not_match() {
+    fn a_clean_log_passes_and_a_missing_or_failed_exit_is_a_problem() {
+        // `panic=-1` on the command line is no panic.
         assert_eq!(first_crash(CLEAN), None);
         assert_eq!(guest_exit(CLEAN), Some(0));
         assert!(problems(CLEAN).is_empty());
+        assert_eq!(guest_exit("LITE-GUEST-EXIT rc=3\n"), Some(3));
+        assert!(problems("booting\n")[0].contains("never reported"));
+        assert!(problems("LITE-GUEST-EXIT rc=1\n")[0].contains("rc=1"));
     }
 
     #[test]
-    fn finds_the_first_crash_with_context() {
+    fn finds_the_first_crash_with_context_for_every_pattern() {
         let log = format!(
             "{CLEAN}[   12.5] BUG: KASAN: slab-use-after-free in lite_free+0x1/0x2\n\
              Read of size 8\nCall Trace:\n <TASK>\n"
@@ -171,23 +175,12 @@ mod tests {
         let p = problems(&log);
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("slab-use-after-free"), "{p:?}");
-    }
-
-    #[test]
-    fn every_pattern_is_detected() {
         for pattern in CRASH_PATTERNS {
             let log = format!("ok\nxx {pattern} yy\n");
             assert_eq!(first_crash(&log).map(|c| c.pattern), Some(*pattern));
         }
         let rust = "rust_kernel: panicked at drivers/infiniband/ulp/lite/lmr.rs:10:5:\n";
         assert!(first_crash(rust).is_some());
-    }
-
-    #[test]
-    fn missing_or_failed_exit_is_a_problem() {
-        assert_eq!(guest_exit("LITE-GUEST-EXIT rc=3\n"), Some(3));
-        assert!(problems("booting\n")[0].contains("never reported"));
-        assert!(problems("LITE-GUEST-EXIT rc=1\n")[0].contains("rc=1"));
     }
 
     #[test]

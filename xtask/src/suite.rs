@@ -1407,10 +1407,7 @@ mod tests {
         assert!(rebooted_log("node4-rejoin", 4));
         assert!(!rebooted_log("node4", 4));
         assert!(!rebooted_log("node3-rejoin", 4));
-    }
-
-    #[test]
-    fn each_node_of_the_partition_test_waits_for_its_own_marker() {
+        // Each node of the partition test waits for its own marker.
         assert_eq!(readiness_marker(3, 3), CUT_READY);
         assert_eq!(readiness_marker(1, 3), SURVIVOR_READY);
     }

@@ -923,7 +923,7 @@ mod tests {
     }
 
     #[test]
-    fn c_declarations_are_split() {
+    fn c_declarations_are_split_and_their_values_evaluated() {
         let split = |d: &str| split_c_decl(d).unwrap();
         assert_eq!(
             split("const char *cm_ip"),
@@ -936,10 +936,7 @@ mod tests {
         assert_eq!(c_width("unsigned int"), Width::Bytes(4));
         assert_eq!(c_width("u64"), Width::Bytes(8));
         assert_eq!(c_width("__u8 [16]"), Width::Unknown);
-    }
-
-    #[test]
-    fn header_values_are_evaluated() {
+        // The header's values.
         assert_eq!(eval_c("548"), Some(548));
         assert_eq!(eval_c("0x80000000u"), Some(0x8000_0000));
         assert_eq!(eval_c("0x10ull"), Some(16));
@@ -981,27 +978,19 @@ mod tests {
         assert_eq!(syz.calls.len(), 1);
         let call = &syz.calls[0];
         assert_eq!((&call.name[..], &call.base[..]), ("call$v", "call"));
-        // Each `name: type`.
-        let decls = |text: &str| -> Vec<Decl> {
-            let decl = |d: &str| {
-                d.split_once(": ")
-                    .map(|(n, t)| (t.to_string(), n.to_string()))
-            };
-            text.split("; ")
-                .map(|d| decl(d).expect("name: type"))
-                .collect()
-        };
-        assert_eq!(call.args, decls("a: ptr[in, string[\"#x\"]]; b: flags[fs]"));
-        let fields = decls("f1: ptr64[in, array[int8]]; f2: len[f1, int32]");
+        let decl = |name: &str, ty: &str| (ty.to_string(), name.to_string());
+        let args = [decl("a", "ptr[in, string[\"#x\"]]"), decl("b", "flags[fs]")];
+        assert_eq!(call.args, args);
+        let fields = [
+            decl("f1", "ptr64[in, array[int8]]"),
+            decl("f2", "len[f1, int32]"),
+        ];
         assert_eq!(syz.structs["s"], fields);
         assert_eq!(syz.resources["r"], "int32");
         assert_eq!(syz.aliases["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
         assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
-    }
-
-    #[test]
-    fn unreadable_syzlang_is_reported() {
+        // Unreadable lines are reported.
         let mut problems = Vec::new();
         parse_syzlang("call(a ptr[in, int8]\nwhat is this\ns {\n", &mut problems);
         assert_eq!(problems.len(), 3, "{problems:#?}");

@@ -305,6 +305,11 @@ LITE-GUEST-EXIT rc=1
         let problems = report.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("offset 4096"));
+        // Without markers, the log is one unnamed program.
+        let parts = split_programs(LOG);
+        assert_eq!((parts.len(), &parts[0].name), (1, &None));
+        assert_eq!(Report::parse(&parts[0].text), report);
+        assert_eq!(split_programs("")[0].text, "");
     }
 
     #[test]
@@ -365,13 +370,5 @@ LITE-GUEST-EXIT rc=1
         let merged = Report::parse(TWO_PROGRAMS);
         assert_eq!(merged.planned, Some(3));
         assert!(!merged.problems().is_empty());
-    }
-
-    #[test]
-    fn a_log_without_markers_is_one_unnamed_program() {
-        let parts = split_programs(LOG);
-        assert_eq!((parts.len(), &parts[0].name), (1, &None));
-        assert_eq!(Report::parse(&parts[0].text), Report::parse(LOG));
-        assert_eq!(split_programs("")[0].text, "");
     }
 }
