@@ -1,10 +1,5 @@
-//! `cargo xtask demo`: boot a cluster and run `lite-demo` on every node;
-//! `cargo xtask apps`: the same with the paper's applications (role `apps`:
-//! each application over LITE, over TCP and alone, at a small size).
-//!
-//! Each node's console is followed while the cluster runs; from the moment
-//! the guest starts its role (`LITE-GUEST-RUN`), its lines are shown
-//! prefixed with `[node<i>]`.
+//! `cargo xtask demo` and `cargo xtask apps` (README): each node's console
+//! is shown, prefixed with `[node<i>]`, from `LITE-GUEST-RUN` on.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,11 +1,4 @@
-//! `cargo xtask fuzz`: boot a cluster on the debug kernel and run
-//! `lite-fuzz` on every node for a while.
-//!
-//! Every node runs guest role [`ROLE`], which joins and fuzzes for the
-//! given time with the given seed (`lite.fuzzsecs=`, `lite.seed=` on the
-//! kernel command line). Alarms show up as they happen; afterwards each
-//! node's calls, errno counts, alarms, TAP results and kernel log scan are
-//! reported, with the seed and the command that replays the run. Any
+//! `cargo xtask fuzz` (README): every node runs guest role [`ROLE`]; any
 //! alarm, failed test point or log problem fails the command.
 
 use std::collections::BTreeMap;

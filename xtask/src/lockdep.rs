@@ -1,15 +1,8 @@
-//! The nestings of LITE's locks that lockdep saw, checked against the lock
-//! order the kernel code states.
-//!
-//! The debug kernel's guests print, as they end, each direct dependency
-//! between two of LITE's lock classes that `/proc/lockdep` lists, as
-//! `LITE-LOCKDEP lite:A -> lite:B`. The lock order in
-//! [`LOCK_ORDER_SOURCE`] lists every nesting as a line
-//! ``//! - `lite:A` → `lite:B` ``, leaving out the wait queues of condition
-//! variables (`new_condvar!`), each taken under the mutex it is used with.
-//! A run fails when lockdep saw a nesting that the list lacks (the list is
-//! not true), or when the list has one that no guest of the run reached
-//! (it is not tested).
+//! The nestings of LITE's locks that lockdep saw (`LITE-LOCKDEP lite:A ->
+//! lite:B` from each guest), against the lock order (README,
+//! "Architecture"): a line ``//! - `lite:A` → `lite:B` `` per nesting,
+//! leaving out the wait queues of condition variables (`new_condvar!`),
+//! each taken under the mutex it is used with.
 //!
 //! LITE-DSM, a unit on top of LITE's API, has locks of its own
 //! (`lite_dsm:`), whose nestings [`DSM_LOCK_ORDER_SOURCE`] lists the same

@@ -1,9 +1,4 @@
-//! `cargo xtask`: build, test and benchmark automation for LITE.
-//!
-//! LITE is shipped as a `git format-patch` series against Linux 6.12. This
-//! tool prepares a cached kernel tree, keeps the series applied to it,
-//! builds the kernel, packs a small initramfs and boots QEMU clusters to run
-//! the demo, the test suite and the benchmarks. Run `cargo xtask --help`.
+//! `cargo xtask`: build, test and benchmark automation for LITE (README).
 
 mod apply;
 mod architecture;

@@ -1,16 +1,9 @@
-//! The secret of one cluster run, and how it reaches the manager and the
-//! guests.
-//!
-//! Every cluster gets a fresh random secret. The manager reads it from a
-//! file (`lite-cm --secret-file`); the guests find it in their initramfs as
-//! [`GUEST_SECRET_PATH`], which their `/init` loads into the kernel keyring
-//! with `lite-secret load`, so it never appears on a kernel command line.
-//! The cluster's initrd is the cached initramfs, then the kernel's modules
-//! if it has any, then a small cpio archive holding that one file (Linux
-//! unpacks concatenated archives).
-//! Both files are readable by their owner only, in a private temporary
-//! directory that is removed with this value; a VM booted again gets the
-//! same initrd, and so the same secret.
+//! A fresh secret per cluster: the manager reads it from a file, the guests
+//! from [`GUEST_SECRET_PATH`] in a cpio archive appended to their initrd
+//! (after the kernel's modules, if any), so it never appears on a kernel
+//! command line. Both files are readable by their owner only, in a private
+//! directory removed with this value; a VM booted again gets the same
+//! initrd, and so the same secret.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};

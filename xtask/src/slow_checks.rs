@@ -1,10 +1,5 @@
-//! `cargo xtask slow-checks`: the kernel's checks that take too long for
-//! `cargo xtask test`, as [`run`] lists them: clippy, rustdoc, sparse and
-//! htmldocs on the whole series, then a build of every patch in turn from
-//! the pristine kernel (the test's debug configuration, as far as the tree
-//! at that patch defines it), and last the whole series with LITE disabled.
-//! Any warning about LITE's files fails a step as an error does. The tree
-//! and build directory end where `cargo xtask kernel` leaves them.
+//! `cargo xtask slow-checks` (README), as [`run`] lists them. The tree and
+//! build directory end where `cargo xtask kernel` leaves them.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,17 +1,9 @@
-//! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
-//!
-//! The steps are those of [`run`]: host tests, the patch series and the
-//! other source checks, the debug kernel and the selftests against its
-//! headers, KUnit in one VM, then on clusters of VMs the cluster test (and
-//! a minute of `lite-fuzz`), the failure test ([`failure_test`]), the
-//! partition test ([`partition_test`]) and programs of one's own
-//! ([`exec_test`]), and last the nestings of LITE's locks that lockdep saw
-//! in every guest against the lock order the kernel code states
-//! ([`lockdep`]). A step that cannot run because an earlier one failed
-//! counts as one failure. The final count is KUnit cases + every program's
-//! TAP results on every node (those of the victim's first boot excepted) +
-//! one per other check: each step without cases of its own, each log and
-//! kmemleak scan, and the checks each cluster step's function names.
+//! `cargo xtask test` (README, "Two commands"), ending with one
+//! `N passed, M failed` line: KUnit cases + every program's TAP results on
+//! every node (the victim's first boot excepted) + one per other check
+//! (each step without cases of its own, each log and kmemleak scan, the
+//! checks each cluster step's function names). A step that cannot run
+//! because an earlier one failed counts as one failure.
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,6 @@
-//! `cargo xtask cluster`: the tests' QEMU cluster ([`Cluster`], with the
-//! API tests' tolerant dead-after) for a program of one's own (`--exec`,
-//! see [`ProgramArchive`] and [`run_program`]: every node runs it, its
-//! console shown, and the command exits with the worst node's status,
-//! [`NodeStatus`]), or for a shell on node 1 (`--shell`, see [`shell`]).
-//! Either way the program or shell has [`program_environment`], through
-//! [`ENV_PARAM`] on the kernel command line, and joins the cluster itself.
+//! `cargo xtask cluster` (README, "Running your own program on the test
+//! cluster"): the program or shell joins the cluster itself, with
+//! [`program_environment`] given through [`ENV_PARAM`].
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
