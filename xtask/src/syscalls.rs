@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 
 use anyhow::{bail, Result};
 
-/// One LITE system call, with its number and its C parameters.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Syscall {
     /// Name without the `sys_` prefix, e.g. `lite_join`.
@@ -93,7 +92,7 @@ pub fn parse_numbers(header: &str) -> Result<Vec<(String, u32)>> {
     Ok(out)
 }
 
-/// C parameters as `(type, name)` pairs.
+/// `(type, name)` pairs.
 pub type Params = Vec<(String, String)>;
 
 /// `(name, params)` of every `SYSCALL_DEFINEn(name, type, arg, ...)`.
@@ -216,12 +215,11 @@ pub fn code_only(source: &str) -> String {
     out
 }
 
-/// The `syscall_64.tbl` line, e.g. `548\t64\tlite_join\t\t\tsys_lite_join`.
+/// E.g. `548\t64\tlite_join\t\t\tsys_lite_join`.
 pub fn table_line(call: &Syscall) -> String {
     format!("{}\t64\t{}\t\t\tsys_{}", call.number, call.name, call.name)
 }
 
-/// The `kernel/sys_ni.c` line, e.g. `COND_SYSCALL(lite_join);`.
 pub fn cond_syscall_line(call: &Syscall) -> String {
     format!("COND_SYSCALL({});", call.name)
 }
@@ -270,12 +268,11 @@ pub fn prototype(call: &Syscall) -> String {
     lines.join("\n")
 }
 
-/// Tabs then spaces reaching column `col`.
 fn continuation_indent(col: usize) -> String {
     format!("{}{}", "\t".repeat(col / 8), " ".repeat(col % 8))
 }
 
-/// Column width with tabs expanded to multiples of 8.
+/// Tabs expanded to multiples of 8.
 fn display_width(line: &str) -> usize {
     line.chars().fold(0, |col, c| {
         if c == '\t' {
