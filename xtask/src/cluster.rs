@@ -729,6 +729,15 @@ mod tests {
         assert_eq!(again.memory_mib, first.memory_mib);
         assert_eq!(first.initrd, Path::new(INITRD));
         assert!(!first.append.contains("secret"), "{}", first.append);
+        // Its link goes down and up through its own taps in the namespace.
+        assert_eq!(tap_names(2), ["tap2", "tap2b"]);
+        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
+        let (down, up) = (
+            link_state_args("tap2", false),
+            link_state_args("tap2", true),
+        );
+        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
+        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
     }
 
     /// A death watch of a two-node cluster whose manager logged
@@ -818,17 +827,5 @@ mod tests {
         assert!(!node1(&spec).append.contains("lite.cmtimeout"));
         spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
         assert!(has_param(&node1(&spec), "lite.cmtimeout=10000"));
-    }
-
-    #[test]
-    fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
-        let spec = spec(Path::new("/logs"), &no_extra);
-        let vm = vm(&spec, 2, &spec.roles[1], "node2");
-        let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
-        assert_eq!([tap.as_str(), "tap2b"], tap_names(2));
-        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
-        let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));
-        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
-        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
     }
 }

@@ -145,12 +145,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_last_node_plays_the_other_part() {
-        assert_eq!(roles(4, "s", "v"), ["s", "s", "s", "v"]);
-        assert_eq!(roles(1, "s", "v"), ["v"]);
-    }
-
-    #[test]
     fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {
         let tmp = crate::fsutil::TempDir::new("failure-marker").expect("temporary directory");
         let dir = tmp.path();

@@ -227,18 +227,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tail_starts_at_a_line_boundary() {
+    fn tails_start_at_a_line_boundary_and_hashes_and_mtimes_are_kept() {
         let dir = TempDir::new("xtask-fsutil-test").unwrap();
         let file = dir.path().join("log");
         write(&file, "first line\nsecond line\nthird\n").unwrap();
         assert_eq!(read_tail(&file, 14).unwrap(), "third\n");
         let whole = read_tail(&file, 1000).unwrap();
         assert_eq!(whole, "first line\nsecond line\nthird\n");
-    }
-
-    #[test]
-    fn hashes_and_mtimes() {
-        let dir = TempDir::new("xtask-fsutil-test").unwrap();
         let file = dir.path().join("f");
         write(&file, "abc").unwrap();
         let sha256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

@@ -422,14 +422,11 @@ mod tests {
     }
 
     #[test]
-    fn init_script_reports_exit_and_reboots() {
+    fn init_script_loads_the_secret_and_sets_the_manager_timeout_before_any_role() {
+        // And it reports its exit and reboots.
         assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
         assert!(INIT_SCRIPT.contains(crate::logscan::EXIT_MARKER));
         assert!(INIT_SCRIPT.contains("reboot -f"));
-    }
-
-    #[test]
-    fn init_script_loads_the_secret_and_sets_the_manager_timeout_before_any_role() {
         // The secret, failing the boot without it.
         let path = format!("CLUSTER_SECRET=/{}\n", crate::secret::GUEST_SECRET_PATH);
         before_the_roles(&[&path, "lite-secret load \"$CLUSTER_SECRET\") || {"]);

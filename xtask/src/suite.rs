@@ -1393,6 +1393,7 @@ mod tests {
         let survivor = "failure-survivor".to_string();
         let victim = "failure-victim";
         assert_eq!(failure_roles(4), [&survivor, &survivor, &survivor, victim]);
+        assert_eq!(failure_roles(1), [victim]);
         let survivor = "partition-survivor".to_string();
         assert_eq!(partition_roles(3), [&survivor, &survivor, "partition-cut"]);
         assert_eq!(rebooted_name(4), "node4-rejoin");

@@ -523,26 +523,19 @@ mod tests {
         for param in environment_params(1, 32) {
             assert!(!param.contains(char::is_whitespace), "{param}");
         }
-    }
-
-    #[test]
-    fn node_1_gets_the_shell_and_the_others_idle() {
+        // Node 1 gets the shell, the others idle.
         assert_eq!(shell_roles(1), ["shell"]);
         assert_eq!(shell_roles(3), ["shell", "idle", "idle"]);
     }
 
     #[test]
-    fn the_command_script_runs_the_program_with_its_arguments() {
+    fn every_argument_reaches_the_program_unchanged() {
         let script = command_script("hello_cluster", &[OsString::from("it's here")]);
         assert_eq!(
             String::from_utf8_lossy(&script),
             "#!/bin/sh\n# Written by cargo xtask cluster --exec: the program and its arguments.\n\
              exec '/opt/lite-exec/bin/hello_cluster' 'it'\\''s here'\n"
         );
-    }
-
-    #[test]
-    fn every_argument_reaches_the_program_unchanged() {
         let args = "plain|a b|it's||$HOME|`id`|*|back\\slash|two\nlines|'|\"";
         let args: Vec<OsString> = (args.split('|').map(OsString::from))
             .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
