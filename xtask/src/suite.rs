@@ -452,7 +452,7 @@ impl Tally {
         for program in programs {
             let label = format!("{name} {program}");
             match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
-                Some(output) => self.tap(&label, &output.text),
+                Some(output) => self.tap_report(&label, tap::Report::parse(&output.text)),
                 None => self.check_result(&label, ["never started"]),
             }
         }
@@ -468,10 +468,6 @@ impl Tally {
             ui::progress(&format!("[{name}] warning: {warning}"));
         }
         self.check_result(name, findings.problems);
-    }
-
-    fn tap(&mut self, label: &str, output: &str) {
-        self.tap_report(label, tap::Report::parse(output));
     }
 
     fn tap_report(&mut self, label: &str, report: tap::Report) {
@@ -794,7 +790,7 @@ fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()
     counts.check_result(&format!("node{cut}"), partitioned.err());
     for (name, path) in &node_logs {
         let log = read_log(path);
-        counts.tap(name, &log);
+        counts.tap_report(name, tap::Report::parse(&log));
         counts.scan(name, &log);
     }
     counts.verdict(waited)
