@@ -86,12 +86,12 @@ impl Report {
                 continue;
             }
             if depth == 0 {
-                if let Some((outcome, name)) = result_line(content) {
+                if let Some((outcome, _, name)) = tap::result_line(content, " ") {
                     // A new suite if it failed before printing any case.
                     let fits = |s: &Suite| s.name == name || s.name.is_empty();
                     let idx = report.open_or_new(open.take(), fits);
                     let suite = &mut report.suites[idx];
-                    suite.name = name;
+                    suite.name = name.to_string();
                     suite.result = Some(outcome);
                     pending.clear();
                 } else if let Some(totals) = totals_line(content) {
@@ -128,9 +128,9 @@ impl Report {
                     suite.totals = Some(totals);
                     continue;
                 }
-                if let Some((outcome, name)) = result_line(content) {
+                if let Some((outcome, _, name)) = tap::result_line(content, " ") {
                     suite.cases.push(Case {
-                        name,
+                        name: name.to_string(),
                         outcome,
                         diagnostics: std::mem::take(&mut pending),
                     });
@@ -231,12 +231,6 @@ impl Report {
             })
             .collect()
     }
-}
-
-/// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
-fn result_line(line: &str) -> Option<(Outcome, String)> {
-    let (outcome, _, name) = tap::result_line(line, " ")?;
-    Some((outcome, name.to_string()))
 }
 
 /// `# Totals: pass:P fail:F skip:S total:T`.

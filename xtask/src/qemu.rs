@@ -215,10 +215,6 @@ impl Vm {
         self.killed_as_failure = true;
         true
     }
-
-    pub fn killed_as_failure(&self) -> bool {
-        self.killed_as_failure
-    }
 }
 
 impl Drop for Vm {
@@ -256,7 +252,7 @@ pub fn wait_all(
             if std::mem::replace(checked, true) {
                 continue;
             }
-            if failed_at.is_none() && !vm.killed_as_failure() && !vm.succeeded() {
+            if failed_at.is_none() && !vm.killed_as_failure && !vm.succeeded() {
                 ui::progress(&format!(
                     "{} ended without LITE-GUEST-EXIT rc=0; stopping the others in {}",
                     vm.name,
@@ -314,7 +310,7 @@ mod tests {
         };
         assert!(!vm.exited());
         assert!(vm.kill_as_failure());
-        assert!(vm.exited() && vm.killed_as_failure());
+        assert!(vm.exited() && vm.killed_as_failure);
         // Gone already: nothing left to kill.
         assert!(!vm.kill_as_failure());
         let mut vms = [vm];

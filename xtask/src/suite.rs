@@ -971,7 +971,7 @@ fn run_own_program(
     undone: &str,
 ) -> Result<Vec<(String, String)>> {
     // Not the program's own name: the compiled example is there.
-    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
+    let logs = phase_logs(logs, &format!("{}.logs", archive.name))?;
     let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)?;
     let mut node_logs = Vec::new();
     for node in &run.nodes {

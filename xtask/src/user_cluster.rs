@@ -103,7 +103,7 @@ pub fn run(
 /// A cpio archive appended to the guests' initramfs.
 pub struct ProgramArchive {
     /// Also in the guests.
-    name: String,
+    pub name: String,
     /// The program, [`GUEST_COMMAND`] and the program's shared libraries.
     files: Vec<(String, Vec<u8>)>,
 }
@@ -135,10 +135,6 @@ impl ProgramArchive {
             }
         }
         Ok(Self { name, files })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     fn bytes(&self) -> Vec<u8> {
