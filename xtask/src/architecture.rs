@@ -435,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn paths_resolve_to_the_deepest_module_file() {
+    fn paths_resolve_to_the_deepest_module_file_from_every_start() {
         let files = [
             "mod.rs: pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
             "memory/mod.rs: pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
@@ -455,10 +455,7 @@ mod tests {
         ];
         assert_eq!(uses(&files, "core/wire.rs"), words(""));
         assert_eq!(uses(&files, "memory/wire.rs"), words("core/wire.rs"));
-    }
-
-    #[test]
-    fn absolute_paths_cover_every_start() {
+        // Absolute paths cover every start.
         let here = module_of(&INTERNAL_UNIT, "memory/lmr.rs");
         for (path, expected) in [
             ("self X", Some("internal memory lmr X")),

@@ -226,10 +226,7 @@ mod tests {
         let inodes: Vec<usize> = entries[..8].iter().map(|e| e.fields[0]).collect();
         assert_eq!(inodes, [1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(entries[8].fields[6], 0, "the trailer holds nothing");
-    }
-
-    #[test]
-    fn every_length_of_path_and_data_is_padded() {
+        // Every length of path and data is padded.
         for len in 0..9 {
             let path = "p".repeat(len + 1);
             let data = vec![0xa5; len];

@@ -240,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_stop_or_cont_ends_the_plan_with_what_was_made() {
+    fn a_failed_stop_or_cont_ends_the_plan_and_the_verdict_wants_every_pause_long_enough() {
         let (vm, log, result) = run(Some(2), None);
         assert_eq!(result, Err("pause 2 of 3: stop refused".to_string()));
         assert_eq!(log.pauses.len(), 1);
@@ -253,10 +253,7 @@ mod tests {
         assert!(err.starts_with("continuing after pause 1 of 3"), "{err}");
         assert!(log.pauses.is_empty());
         assert_eq!(log.summary(), "no pause");
-    }
-
-    #[test]
-    fn the_verdict_wants_every_pause_and_each_long_enough() {
+        // The verdict wants every pause, and each long enough.
         let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
         let log = PauseLog { pauses };
         let short = Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string());

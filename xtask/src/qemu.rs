@@ -358,10 +358,7 @@ mod tests {
         assert!(!line.contains("enable-kvm"), "{line}");
         assert!(!line.contains("stdio"), "{line}");
         assert_eq!(mac(10, 0), "52:54:00:12:34:0a");
-    }
-
-    #[test]
-    fn a_console_on_the_terminal_is_logged_too() {
+        // A console on the terminal is logged too.
         let spec = VmSpec {
             serial_log: "/logs,old/node1.log".into(),
             console_on_terminal: true,

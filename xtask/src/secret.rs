@@ -81,15 +81,10 @@ mod tests {
 
     use super::*;
 
-    /// What follows an initrd of `base_len` bytes to add the secret.
-    fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
-        newc::appended(base_len, &secret_archive(secret))
-    }
-
     /// Where the archive goes after the initrd, for any length of it,
     /// is `newc::appended`'s, tested there.
     #[test]
-    fn the_archive_holds_the_secret_for_root_only() {
+    fn every_cluster_gets_its_own_private_secret_and_initrd_for_root_only() {
         let archive = secret_archive(b"0123456789abcdef0123456789abcdef");
         assert!(archive.starts_with(b"070701"));
         let text = String::from_utf8_lossy(&archive);
@@ -103,10 +98,6 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part} in {text}");
         }
-    }
-
-    #[test]
-    fn every_cluster_gets_its_own_private_secret_and_initrd() {
         let scratch = TempDir::new("lite-secret-test").expect("scratch directory");
         let base = scratch.path().join("base.cpio.gz");
         fs::write(&base, b"gzip data of odd length").expect("write");
@@ -121,7 +112,7 @@ mod tests {
             assert_eq!(secret.len(), SECRET_LEN);
             let initrd = fs::read(files.initrd()).expect("initrd");
             let base = b"gzip data of odd length";
-            let suffix = secret_suffix(base.len() as u64, &secret);
+            let suffix = newc::appended(base.len() as u64, &secret_archive(&secret));
             assert_eq!(initrd, [&base[..], &suffix].concat());
         }
         let secret = |files: &ClusterSecretFiles| fs::read(files.secret_file()).expect("secret");
