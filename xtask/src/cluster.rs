@@ -792,10 +792,7 @@ mod tests {
         // Node 1 is VM 2, which had finished; VM 1 was still running.
         assert!(goes_on(&mut watch, &log, 1, 10040));
         assert!(!goes_on(&mut watch, &log, 2, 10040));
-    }
-
-    #[test]
-    fn manager_lines_give_node_ids_and_vms() {
+        // Manager lines give node ids and VMs.
         let join = "lite-cm: node 12 (incarnation 3) joined from 10.77.0.4:1 (gid x)";
         assert_eq!(parse_join(join), Some((12, 4)));
         let outside = "lite-cm: node 1 (incarnation 1) joined from 10.9.0.4:1";

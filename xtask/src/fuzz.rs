@@ -308,10 +308,7 @@ LITE-GUEST-EXIT rc=1
             "lite_free         3: EBADF 2, ok 1",
         ];
         assert_eq!(call_table(&report.calls), table);
-    }
-
-    #[test]
-    fn a_clean_run_has_no_problems_and_a_cut_one_does() {
+        // A clean run has no problems, and a cut one does.
         let clean = "TAP version 13\nok 1 - fuzz: no alarms\n\
                      # lite-fuzz total calls=10 alarms=0 hung=0\n1..1\n1 passed, 0 failed\n\
                      LITE-GUEST-EXIT rc=0\n";

@@ -422,7 +422,7 @@ mod tests {
     }
 
     #[test]
-    fn init_script_loads_the_secret_and_sets_the_manager_timeout_before_any_role() {
+    fn init_script_reads_its_parameters_loads_the_secret_and_sets_the_timeout_before_any_role() {
         // And it reports its exit and reboots.
         assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
         assert!(INIT_SCRIPT.contains(crate::logscan::EXIT_MARKER));
@@ -438,10 +438,7 @@ mod tests {
             "\nset_manager_timeout() {\n\techo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms || {",
             "\tset_manager_timeout \"$cmtimeout\" || finish 1\n",
         ]);
-    }
-
-    #[test]
-    fn init_script_reads_the_harness_parameters_with_their_defaults_before_any_role() {
+        // The harness's parameters are read, with their defaults, before any role.
         // Parameter, its variable, and the value it has when the harness
         // gives none: no fuzzing, no pause phase, LITE's own timeout.
         for (parameter, variable, default) in [

@@ -300,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn recognises_lites_symbols_only() {
+    fn recognises_lites_symbols_only_in_either_frame_style() {
         for frame in [
             "_RNvMNtNtCsesOCXVHmCIi_4lite8internal6memoryNtB2_6Memory5alloc+0x1d2/0x8c0",
             // Kernel generics instantiated for LITE's types name crate lite last.
@@ -335,10 +335,7 @@ mod tests {
         assert!(involves_lite(Some("lite-fuzz"), &[]));
         assert!(!involves_lite(Some("kworker/0:1"), &["kthread+0x1/0x2"]));
         assert!(!involves_lite(Some("satellite"), &[]));
-    }
-
-    #[test]
-    fn old_style_frames_are_read_too() {
+        // Kernels before 6.7 print frames after their address.
         let report = "unreferenced object 0xffff888003c4d2c0 (size 64):\n  \
                       comm \"kworker/1:1\", pid 50, jiffies 4294892297\n  backtrace:\n    \
                       [<ffffffff81234567>] kmalloc_trace+0x25/0x90\n    \

@@ -113,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn guest_lines_give_nestings_of_lites_classes() {
+    fn guest_lines_and_the_lock_order_give_nestings_of_lites_classes() {
         let log = "[   12.5] LITE-LOCKDEP lite:names -> lite:lmr_users\n\
                    LITE-LOCKDEP lite:async_phase#2 -> lite:reply_slots\n\
                    LITE-LOCKDEP lite:port -> &rxe->pending_lock\n\
@@ -124,10 +124,7 @@ mod tests {
             nesting("lite:async_phase", "lite:reply_slots"),
         ]);
         assert_eq!(seen(log), expected);
-    }
-
-    #[test]
-    fn the_kernels_lock_order_lists_its_nestings() {
+        // The kernel's lock order lists its nestings.
         let source = std::fs::read_to_string(crate::paths::repo_root().join(LOCK_ORDER_SOURCE))
             .expect("the lock order's source");
         let listed = documented(&source);

@@ -1213,10 +1213,7 @@ mod tests {
         let err = waited.expect_err("a death in the cluster test stops it");
         let err = format!("{err:#}");
         assert!(err.contains(&death["lite-cm: ".len()..]), "{err}");
-    }
-
-    #[test]
-    fn the_rebooted_victim_may_end_before_the_survivors() {
+        // The rebooted victim may end before the survivors.
         let rejoined = "lite-cm: node 4 (incarnation 2) joined from 10.77.0.4:40100 (gid x), \
                         now 4 live, epoch 7";
         let gone = "lite-cm: node 4 (incarnation 2) declared dead: silent for 10020 ms";
@@ -1420,7 +1417,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pauses_fit_the_traffic_and_the_managers_patience() {
+    fn the_pauses_fit_the_traffic_and_the_managers_patience_and_count_only_all_made() {
         // A survivor, never the node that is cut off later.
         let roles = partition_roles(PARTITION_NODES);
         assert_eq!(roles[PAUSED_NODE - 1], PARTITION_SURVIVOR_ROLE);
@@ -1438,10 +1435,7 @@ mod tests {
         // stands still while it is paused, so its traffic lasts that much
         // longer.
         assert!(traffic + PAUSES.length * PAUSES.pauses <= Duration::from_secs(90));
-    }
-
-    #[test]
-    fn the_pauses_count_only_when_all_were_made_under_traffic() {
+        // They count only when all were made under traffic.
         let all = PauseLog {
             pauses: vec![PAUSES.length; PAUSES.pauses as usize],
         };

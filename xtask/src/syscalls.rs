@@ -335,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn generates_prototypes() {
+    fn cross_checks_the_calls_and_generates_their_lines() {
         let calls = load(HEADER, SOURCE).unwrap();
         let (join, id) = (&calls[0], &calls[1]);
         assert_eq!(
@@ -361,10 +361,7 @@ mod tests {
         };
         let one_line = "asmlinkage long sys_lite_free(u64 handle);";
         assert_eq!(prototype(&free), one_line);
-    }
-
-    #[test]
-    fn cross_checks_numbers_and_definitions() {
+        // Numbers and definitions are cross-checked.
         let header = format!("{HEADER}#define __NR_lite_free 554\n");
         let err = load(&header, SOURCE).unwrap_err().to_string();
         assert!(err.contains("without a SYSCALL_DEFINE: lite_free"), "{err}");

@@ -292,7 +292,7 @@ LITE-GUEST-EXIT rc=1
 ";
 
     #[test]
-    fn parses_points_diagnostics_and_summary() {
+    fn parses_points_diagnostics_and_summary_and_fails_what_is_missing() {
         let report = Report::parse(LOG);
         assert_eq!(report.planned, Some(4));
         assert_eq!(report.points.len(), 4);
@@ -310,10 +310,7 @@ LITE-GUEST-EXIT rc=1
         assert_eq!((parts.len(), &parts[0].name), (1, &None));
         assert_eq!(Report::parse(&parts[0].text), report);
         assert_eq!(split_programs("")[0].text, "");
-    }
-
-    #[test]
-    fn missing_results_and_an_inconsistent_summary_fail() {
+        // Missing results and an inconsistent summary fail.
         let report = Report::parse("1..3\nok 1 - a\n");
         assert_eq!(report.failed(), 2);
         assert!(report.problems()[0].contains("2 of 3 planned"));
