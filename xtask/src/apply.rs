@@ -168,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn switches_series_and_keeps_unchanged_mtimes() {
+    fn switches_series_keeping_unchanged_mtimes_or_names_the_patch_that_fails() {
         let tmp = fsutil::TempDir::new("xtask-apply-test").unwrap();
         let source = source_in(tmp.path());
         fsutil::write(&source.dir.join("f.txt"), "one\nthree\n").unwrap();
@@ -206,10 +206,7 @@ mod tests {
         assert_ne!(fsutil::mtime(&source.dir.join("g.txt")).unwrap(), old);
         let applied = Series::read_dir(&source.applied).unwrap();
         assert_eq!(applied, Series::read_dir(&series_dir).unwrap());
-    }
-
-    #[test]
-    fn names_the_patch_that_fails() {
+        // A patch that does not apply is named.
         let tmp = fsutil::TempDir::new("xtask-apply-test").unwrap();
         let source = source_in(tmp.path());
         fsutil::write(&source.dir.join("f.txt"), "unrelated\n").unwrap();

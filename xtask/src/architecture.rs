@@ -435,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn paths_resolve_to_the_deepest_module_file_from_every_start() {
+    fn paths_resolve_to_the_deepest_module_file_and_cycles_are_found() {
         let files = [
             "mod.rs: pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
             "memory/mod.rs: pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
@@ -470,10 +470,7 @@ mod tests {
         }
         assert_eq!(module_of(&[], CRATE_ROOT), words(""));
         assert_eq!(module_of(&[], "verbs/mod.rs"), words("verbs"));
-    }
-
-    #[test]
-    fn cycles_are_found_without_their_lead_in_nor_child_declarations() {
+        // Cycles are found without their lead-in nor child declarations.
         let two = [
             "a.rs: use super::b::B;\npub(crate) struct A;",
             "b.rs: pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",

@@ -349,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_messages_inside_the_block_are_skipped() {
+    fn a_scan_passes_only_when_clean_finished_and_last_skipping_kernel_messages() {
         // Printed by the kernel while the report was read, with or without
         // a timestamp, one of them after the last frame.
         let log = format!(
@@ -360,10 +360,7 @@ mod tests {
         let findings = check(&log);
         assert!(findings.problems.is_empty(), "{findings:?}");
         assert_eq!(findings.warnings.len(), 1);
-    }
-
-    #[test]
-    fn a_clean_last_scan_passes_and_one_that_did_not_run_or_failed_fails() {
+        // A clean last scan passes; one that did not run or failed fails.
         assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
         assert_eq!(check(&block("", 0)), Findings::default());
         // The last block counts.

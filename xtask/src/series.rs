@@ -1248,28 +1248,34 @@ mod tests {
             .iter()
             .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
             .collect();
-        assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
         let signed = all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n");
         assert_eq!(signed.count(), 11, "every patch is signed off");
-        for needle in [
-            "b/Documentation/userspace-api/lite.rst",
-            "b/Documentation/driver-api/lite.rst",
-            "+   lite\n",
-            "b/tools/testing/selftests/lite/lite_test.c",
-            " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
-            "+F:\tdrivers/infiniband/ulp/lite/",
-            "+548\t64\tlite_join\t\t\tsys_lite_join",
-            "+asmlinkage long sys_lite_free(void);",
-            "+COND_SYSCALL(lite_join);",
-            "b/drivers/infiniband/ulp/lite/verbs/mod.rs",
-            "\n+++ b/include/rdma/lite_api.h\n",
-            "b/drivers/infiniband/ulp/lite/Kconfig",
-            "+obj-$(CONFIG_LITE)\t\t\t+= lite/",
-            "b/kernel/lite_syscalls.c",
-            "+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o",
-        ] {
-            assert!(all.contains(needle), "{needle}");
-        }
+        // Each of `needles` is in `text`.
+        let holds = |text: &str, needles: &[&str]| {
+            let missing: Vec<_> = needles.iter().filter(|n| !text.contains(*n)).collect();
+            assert!(missing.is_empty(), "missing {missing:?}");
+        };
+        holds(
+            &all,
+            &[
+                "From: LITE developers <lite@lite-rs.invalid>",
+                "b/Documentation/userspace-api/lite.rst",
+                "b/Documentation/driver-api/lite.rst",
+                "+   lite\n",
+                "b/tools/testing/selftests/lite/lite_test.c",
+                " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
+                "+F:\tdrivers/infiniband/ulp/lite/",
+                "+548\t64\tlite_join\t\t\tsys_lite_join",
+                "+asmlinkage long sys_lite_free(void);",
+                "+COND_SYSCALL(lite_join);",
+                "b/drivers/infiniband/ulp/lite/verbs/mod.rs",
+                "\n+++ b/include/rdma/lite_api.h\n",
+                "b/drivers/infiniband/ulp/lite/Kconfig",
+                "+obj-$(CONFIG_LITE)\t\t\t+= lite/",
+                "b/kernel/lite_syscalls.c",
+                "+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o",
+            ],
+        );
         // The selftests go to tools/testing, the entry points stay out of
         // the module, as do lite-api-c's subdirectories; the cover letter
         // is no file.
@@ -1289,22 +1295,24 @@ mod tests {
         assert!(build.contains("Subject: [PATCH 05/11] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         // The kernel API's tests, and the lines naming them, come one patch later.
-        for needle in [
-            "+config LITE_KUNIT_TEST",
-            "+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o",
-            "+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;",
-            "+// internal\n",
-            "+mod locks;\n",
-        ] {
-            assert!(kunit.contains(needle), "{needle}");
-        }
-        for needle in [
-            " // internal\n+\n+/* The wire formats, the kernel API */\n",
-            " mod locks;\n+\n+// The `lite_wire`",
-            "b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs",
-        ] {
-            assert!(api.contains(needle), "{needle}");
-        }
+        holds(
+            &kunit,
+            &[
+                "+config LITE_KUNIT_TEST",
+                "+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o",
+                "+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;",
+                "+// internal\n",
+                "+mod locks;\n",
+            ],
+        );
+        holds(
+            &api,
+            &[
+                " // internal\n+\n+/* The wire formats, the kernel API */\n",
+                " mod locks;\n+\n+// The `lite_wire`",
+                "b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs",
+            ],
+        );
         assert!(!kunit.contains("api") && !kunit.contains("wire"), "{kunit}");
     }
 

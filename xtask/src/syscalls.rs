@@ -307,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_numbers_in_file_order_and_rejects_duplicates() {
+    fn parses_numbers_and_definitions_rejecting_duplicates_and_wrong_arities() {
         let nums = parse_numbers(HEADER).unwrap();
         let names: Vec<_> = nums.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
@@ -315,10 +315,7 @@ mod tests {
         assert_eq!(numbers, [548, 549, 552]);
         let bad = "#define __NR_lite_a 548\n#define __NR_lite_b 548\n";
         assert!(parse_numbers(bad).is_err());
-    }
-
-    #[test]
-    fn parses_multi_line_definitions_and_skips_comments_and_strings() {
+        // Definitions span lines; comments and strings are skipped.
         let defs = parse_definitions(SOURCE).unwrap();
         let names: Vec<_> = defs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
