@@ -24,14 +24,13 @@ use crate::ui::Step;
 /// Content hash and mtime of a file before the series changed; `None` if absent.
 pub type Snapshot = BTreeMap<PathBuf, Option<(String, SystemTime)>>;
 
-/// Makes the tree carry exactly the series in `series_dir`. Returns whether anything changed.
+/// The tree carries exactly the series in `series_dir`; whether anything changed.
 pub fn sync(source: &KernelSource, series_dir: &Path) -> Result<bool> {
     let new = Series::read_dir(series_dir)?;
     sync_series(source, &new, &series_dir.display().to_string())
 }
 
-/// Makes the tree carry exactly `new`, called `name` in the progress line.
-/// Returns whether anything changed.
+/// [`sync`] with `new`, called `name` in the progress line.
 pub fn sync_series(source: &KernelSource, new: &Series, name: &str) -> Result<bool> {
     let old = Series::read_dir(&source.applied)?;
     if old.changes().eq(new.changes()) {
@@ -114,7 +113,6 @@ fn git_apply(tree: &Path, patch: &Path, reverse: bool) -> Result<()> {
     Ok(())
 }
 
-/// Hashes and mtimes of `files` under `root`.
 pub fn snapshot<'a>(root: &Path, files: impl Iterator<Item = &'a PathBuf>) -> Result<Snapshot> {
     let mut snap = Snapshot::new();
     for rel in files {
@@ -129,8 +127,8 @@ pub fn snapshot<'a>(root: &Path, files: impl Iterator<Item = &'a PathBuf>) -> Re
     Ok(snap)
 }
 
-/// Gives every file whose contents match its snapshot its old mtime back.
-/// Returns how many files were restored.
+/// Gives every file whose contents match its snapshot its old mtime back;
+/// how many.
 pub fn restore_mtimes(root: &Path, before: &Snapshot) -> Result<usize> {
     let mut restored = 0;
     for (rel, state) in before {
@@ -170,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn switches_series_and_keeps_unchanged_mtimes() {
+    fn switches_series_keeping_unchanged_mtimes_or_names_the_patch_that_fails() {
         let tmp = fsutil::TempDir::new("xtask-apply-test").unwrap();
         let source = source_in(tmp.path());
         fsutil::write(&source.dir.join("f.txt"), "one\nthree\n").unwrap();
@@ -208,10 +206,7 @@ mod tests {
         assert_ne!(fsutil::mtime(&source.dir.join("g.txt")).unwrap(), old);
         let applied = Series::read_dir(&source.applied).unwrap();
         assert_eq!(applied, Series::read_dir(&series_dir).unwrap());
-    }
-
-    #[test]
-    fn names_the_patch_that_fails() {
+        // A patch that does not apply is named.
         let tmp = fsutil::TempDir::new("xtask-apply-test").unwrap();
         let source = source_in(tmp.path());
         fsutil::write(&source.dir.join("f.txt"), "unrelated\n").unwrap();

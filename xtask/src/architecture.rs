@@ -17,40 +17,33 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 
-/// Where the internal unit lives, relative to the repository root.
 const INTERNAL_DIR: &str = "rust-lite/internal";
-
-/// The internal unit's module path from the crate root.
 const INTERNAL_UNIT: [&str; 1] = ["internal"];
 
-/// Where LITE-DSM lives, and its module path: a unit on top of LITE's API.
+/// LITE-DSM, a unit on top of LITE's API.
 const DSM_DIR: &str = "rust-lite/dsm";
 const DSM_UNIT: [&str; 1] = ["dsm"];
 
-/// The attribute that makes the compiler enforce the no-`unsafe` rule too.
+/// Makes the compiler enforce the no-`unsafe` rule too.
 const DENY_UNSAFE: &str = "#![deny(unsafe_code)]";
 
-/// A file of the crate: its path below the directory its sources were read
-/// from, with `/` separators (`memory/lmr.rs` below `rust-lite/internal/`).
+/// Below the directory its sources were read from, with `/` separators.
 pub(crate) type FileName = String;
 
-/// The crate's root file, the module `crate` itself.
 const CRATE_ROOT: &str = "lite_main.rs";
 
 /// For each file, the other files it uses items from, each with the first
 /// line that uses it.
 pub(crate) type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
 
-/// A token of code and the 1-based line it is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Token {
     text: String,
     line: usize,
 }
 
-/// The code of `source` as tokens, comments (doc comments included) and
-/// literals left out: identifiers (a macro's `$crate` counts as one), `::`,
-/// and single punctuation characters, a group's delimiters included.
+/// Comments and literals left out; a macro's `$crate` and `::` are one
+/// token each, a group's delimiters included.
 fn tokens(source: &str) -> Vec<Token> {
     let stream: TokenStream = source
         .parse()
@@ -60,8 +53,7 @@ fn tokens(source: &str) -> Vec<Token> {
     found
 }
 
-/// Adds a group's delimiter `text` at `span` to `found`; an invisible
-/// group has none.
+/// An invisible group has none.
 fn push_delimiter(found: &mut Vec<Token>, text: &str, span: Span) {
     if !text.is_empty() {
         let (text, line) = (text.into(), span.start().line);
@@ -69,7 +61,6 @@ fn push_delimiter(found: &mut Vec<Token>, text: &str, span: Span) {
     }
 }
 
-/// Adds the tokens of `stream`, groups opened, to `found`.
 fn flatten(stream: TokenStream, found: &mut Vec<Token>) {
     let mut trees = stream.into_iter().peekable();
     while let Some(tree) = trees.next() {
@@ -112,15 +103,13 @@ fn flatten(stream: TokenStream, found: &mut Vec<Token>) {
     }
 }
 
-/// Whether a token is an identifier (possibly `$crate`).
 fn is_identifier(token: &str) -> bool {
     let name = token.strip_prefix('$').unwrap_or(token);
     name.starts_with(|c: char| c.is_alphabetic() || c == '_')
 }
 
-/// The lines of `source` that use the `unsafe` keyword in code: unsafe
-/// blocks, functions, impls, traits and extern blocks all need it, while
-/// comments, literals and the `unsafe_code` lint name do not count.
+/// Every unsafe block, function, impl, trait and extern block needs the
+/// keyword; comments, literals and the `unsafe_code` lint do not count.
 fn unsafe_lines(source: &str) -> Vec<usize> {
     tokens(source)
         .iter()
@@ -155,8 +144,7 @@ fn references(tokens: &[Token]) -> Vec<Reference> {
     found
 }
 
-/// Whether a path from the crate root or the current module starts at
-/// `tokens[at]` (and not in the middle of a longer path).
+/// Not in the middle of a longer path.
 fn starts_relative_path(tokens: &[Token], at: usize) -> bool {
     let text = |i: usize| tokens.get(i).map(|t| t.text.as_str());
     matches!(text(at), Some("crate" | "$crate" | "super" | "self"))
@@ -164,8 +152,7 @@ fn starts_relative_path(tokens: &[Token], at: usize) -> bool {
         && (at == 0 || text(at - 1) != Some("::"))
 }
 
-/// Reads the path or use tree starting at `tokens[at]`, below the segments
-/// in `prefix`, into `found`; returns the index of the first token after it.
+/// The index of the first token after the tree.
 fn read_use_tree(
     tokens: &[Token],
     mut at: usize,
@@ -201,8 +188,7 @@ fn read_use_tree(
     }
 }
 
-/// Reads the trees of the brace group whose contents start at `tokens[at]`;
-/// returns the index after its closing brace.
+/// The index after its closing brace.
 fn read_use_group(
     tokens: &[Token],
     mut at: usize,
@@ -224,9 +210,8 @@ fn read_use_group(
     at
 }
 
-/// The module a file of `unit` holds, as its path from the crate root: in
-/// the unit `[internal]`, `mod.rs` is `[internal]`, `memory/mod.rs` is
-/// `[internal, memory]` and `memory/lmr.rs` is `[internal, memory, lmr]`.
+/// From the crate root: in the unit `[internal]`, `memory/mod.rs` is
+/// `[internal, memory]`.
 fn module_of(unit: &[&str], file: &str) -> Vec<String> {
     let mut module: Vec<String> = unit.iter().map(|&s| s.to_owned()).collect();
     if unit.is_empty() && file == CRATE_ROOT {
@@ -253,7 +238,6 @@ fn absolute_path(here: &[String], segments: &[String]) -> Option<Vec<String>> {
     absolute_path_from(start, rest)
 }
 
-/// `path` followed by `segments`, in which `super` steps up and `self` stays.
 fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<String>> {
     for segment in segments {
         match segment.as_str() {
@@ -267,14 +251,12 @@ fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<
     Some(path)
 }
 
-/// The file holding the deepest module that `path` (from the crate root)
-/// passes through: the file its item comes from.
+/// The deepest module's that `path` passes through: its item's file.
 fn file_reached<'a>(modules: &'a Modules, path: &[String]) -> Option<&'a FileName> {
     let prefix = |len| modules.get(&path[..len]);
     (0..=path.len()).rev().find_map(prefix)
 }
 
-/// The file holding each module, by the module's path from the crate root.
 type Modules = BTreeMap<Vec<String>, FileName>;
 
 /// The graph of which files use items from which other files, built from
@@ -301,8 +283,7 @@ pub(crate) fn dependency_graph(sources: &BTreeMap<FileName, String>, unit: &[&st
     graph
 }
 
-/// A cycle in `graph`, as the files along it (the last one uses the first),
-/// or `None` if the graph is acyclic.
+/// The files along it; the last one uses the first.
 fn find_cycle(graph: &Graph) -> Option<Vec<FileName>> {
     let mut finished = BTreeSet::new();
     let mut path = Vec::new();
@@ -311,8 +292,7 @@ fn find_cycle(graph: &Graph) -> Option<Vec<FileName>> {
         .find_map(|file| cycle_from(graph, file, &mut path, &mut finished))
 }
 
-/// Depth-first search from `file`, with `path` the files being visited; a
-/// file met again on `path` closes a cycle.
+/// Depth-first; a file met again on `path` closes a cycle.
 fn cycle_from<'a>(
     graph: &'a Graph,
     file: &'a FileName,
@@ -336,7 +316,6 @@ fn cycle_from<'a>(
     None
 }
 
-/// One line per step of `cycle`: which file uses which, and on which line.
 fn describe_cycle(graph: &Graph, cycle: &[FileName]) -> String {
     let steps = cycle.iter().zip(cycle.iter().cycle().skip(1));
     steps
@@ -428,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn tokens_leave_out_comments_and_literals_and_find_unsafe_code() {
+    fn tokens_leave_out_comments_and_literals_and_find_unsafe_code_and_paths() {
         let source =
             "a // x\n/* b /* nested */ c\n*/ \"s // t\" 'q' '\\'' r#\"u\"# d: &'static str\n";
         // Each token `text@line`.
@@ -443,10 +422,7 @@ mod tests {
             unsafe impl Send for T {}\n\
             pub unsafe extern \"C\" fn h() {}\n";
         assert_eq!(unsafe_lines(source), vec![5, 6, 7]);
-    }
-
-    #[test]
-    fn nested_use_groups_yield_every_leaf() {
+        // Nested use groups yield every leaf.
         let code = "use super::{a::{b, c as d}, e::E, self};\nlet x = crate::internal::f::g();";
         // Each reference `path@line`.
         let found = references(&tokens(code)).into_iter();
@@ -459,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn paths_resolve_to_the_deepest_module_file() {
+    fn paths_resolve_to_the_deepest_module_file_and_cycles_are_found() {
         let files = [
             "mod.rs: pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
             "memory/mod.rs: pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
@@ -479,10 +455,7 @@ mod tests {
         ];
         assert_eq!(uses(&files, "core/wire.rs"), words(""));
         assert_eq!(uses(&files, "memory/wire.rs"), words("core/wire.rs"));
-    }
-
-    #[test]
-    fn absolute_paths_cover_every_start() {
+        // Absolute paths cover every start.
         let here = module_of(&INTERNAL_UNIT, "memory/lmr.rs");
         for (path, expected) in [
             ("self X", Some("internal memory lmr X")),
@@ -497,10 +470,7 @@ mod tests {
         }
         assert_eq!(module_of(&[], CRATE_ROOT), words(""));
         assert_eq!(module_of(&[], "verbs/mod.rs"), words("verbs"));
-    }
-
-    #[test]
-    fn cycles_are_found_without_their_lead_in_nor_child_declarations() {
+        // Cycles are found without their lead-in nor child declarations.
         let two = [
             "a.rs: use super::b::B;\npub(crate) struct A;",
             "b.rs: pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",

@@ -32,41 +32,33 @@ use crate::secret::ClusterSecretFiles;
 use crate::ui::{self, Step};
 use crate::{initramfs, interrupt};
 
-/// Address of the bridge, where the cluster manager listens.
+/// The bridge's address, where the cluster manager listens.
 pub const MANAGER_IP: &str = "10.77.0.254";
-/// Cluster manager TCP port.
 pub const MANAGER_PORT: u16 = 18500;
-/// Prefix of the namespaces this tool creates.
 const NETNS_PREFIX: &str = "lite-";
-/// The manager's log in the cluster's log directory.
+/// In the cluster's log directory.
 pub const MANAGER_LOG: &str = "cm.log";
-/// Delay between VM starts, so they do not all boot on the same cores at once.
+/// So that the VMs do not all boot on the same cores at once.
 const START_GAP: Duration = Duration::from_secs(2);
-
-/// The guests' subnet, up to the last byte: node `i` is this followed by `i`.
+/// Node `i` is this followed by `i`, and its `eth1` by `100 + i`.
 const NODE_SUBNET_PREFIX: &str = "10.77.0.";
+const SECOND_IP_OFFSET: usize = 100;
 
-/// Guest address of node `i` (from 1).
 pub fn node_ip(i: usize) -> String {
     format!("{NODE_SUBNET_PREFIX}{i}")
 }
 
-/// Address of node `i`'s second interface (`eth1`), which stays down
-/// unless a test brings it up: `10.77.0.<100 + i>`.
+/// Of `eth1`, which stays down unless a test brings it up.
 pub fn second_ip(i: usize) -> String {
     format!("{NODE_SUBNET_PREFIX}{}", SECOND_IP_OFFSET + i)
 }
 
-/// What [`second_ip`] adds to a node's number.
-const SECOND_IP_OFFSET: usize = 100;
-
-/// The tap devices, in the cluster's namespace and both on its bridge,
-/// behind node `i`'s NICs (`eth0`, `eth1`).
+/// Behind node `i`'s `eth0` and `eth1`, both on the namespace's bridge.
 pub fn tap_names(i: usize) -> [String; 2] {
     [format!("tap{i}"), format!("tap{i}b")]
 }
 
-/// Builds the host cluster manager; returns the `lite-cm` binary.
+/// The `lite-cm` binary.
 pub fn build_manager(cache: &Cache) -> Result<PathBuf> {
     let log = cache.logs().join("cluster-manager.log");
     let _ = std::fs::remove_file(&log);
@@ -86,23 +78,19 @@ pub fn build_manager(cache: &Cache) -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// What to run on the cluster.
 pub struct ClusterSpec<'a> {
     /// Guest role (`lite.run=`) of each node; one VM per entry.
     pub roles: Vec<String>,
-    /// Kernel image.
     pub kernel: &'a Path,
-    /// Initramfs image; the VMs boot it with the cluster's secret added.
+    /// The VMs boot it with the cluster's secret added.
     pub initrd: &'a Path,
-    /// Memory per VM in MiB.
     pub memory_mib: u32,
     /// Extra kernel parameters for node `i`.
     pub extra_append: &'a dyn Fn(usize) -> Vec<String>,
     /// Pin VM `i` to host CPU `(i - 1) % ncpus`.
     pub pin_cpus: bool,
-    /// The cluster manager binary.
     pub manager: &'a Path,
-    /// Directory for node and manager logs.
+    /// For node and manager logs.
     pub logs: &'a Path,
     /// Silence after which the manager declares a node dead and a node
     /// counts itself cut off (`lite-cm --dead-after-ms` and the guests'
@@ -113,17 +101,13 @@ pub struct ClusterSpec<'a> {
 /// What the nodes boot, and the cluster manager.
 #[derive(Clone)]
 pub struct Images {
-    /// The kernel image.
     pub kernel: PathBuf,
-    /// The tests' initramfs.
     pub initramfs: PathBuf,
-    /// The cluster manager, `lite-cm`.
     pub manager: PathBuf,
 }
 
 impl Images {
-    /// The kernel of `flavour` (`kernel_image` if given), the tests'
-    /// initramfs and the manager, each built unless up to date.
+    /// Each built unless up to date (the kernel unless `kernel_image`).
     pub fn build(
         cache: &Cache,
         flavour: kernel::Flavour,
@@ -137,7 +121,7 @@ impl Images {
         })
     }
 
-    /// A cluster of `roles` booting these images, 1 GiB per VM, unpinned.
+    /// 1 GiB per VM, unpinned.
     pub fn spec<'a>(
         &'a self,
         roles: Vec<String>,
@@ -158,8 +142,7 @@ impl Images {
         }
     }
 
-    /// [`Images::spec`] of a cluster that tests the API, whose nodes and
-    /// manager allow [`API_TEST_DEAD_AFTER_MS`] of silence.
+    /// With [`API_TEST_DEAD_AFTER_MS`].
     pub fn api_test_spec<'a>(
         &'a self,
         roles: Vec<String>,
@@ -176,7 +159,6 @@ impl Images {
 /// take it for one.
 pub const API_TEST_DEAD_AFTER_MS: u32 = 10_000;
 
-/// A running cluster; everything is torn down on drop.
 pub struct Cluster {
     vms: Vec<Vm>,
     manager: Option<Child>,
@@ -189,14 +171,11 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Creates the network, starts the manager, then the VMs two seconds apart.
     pub fn start(spec: &ClusterSpec) -> Result<Self> {
         Self::start_with_terminal(spec, None)
     }
 
-    /// Like [`Cluster::start`]; node `terminal_node`'s serial console, if
-    /// given, is this process's terminal as well as its log (see
-    /// [`VmSpec::console_on_terminal`]), for a user to type in.
+    /// With node `terminal_node`'s console on this process's terminal too.
     pub fn start_with_terminal(spec: &ClusterSpec, terminal_node: Option<usize>) -> Result<Self> {
         if !prereqs::is_root() {
             bail!(
@@ -255,8 +234,6 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Starts the VM of node `i` (see [`node_vm`]) in the cluster's
-    /// namespace, its console on this process's terminal if `on_terminal`.
     fn spawn_node(
         &self,
         spec: &ClusterSpec,
@@ -275,7 +252,6 @@ impl Cluster {
         Vm::spawn(&vm, Some(&netns.name), &qemu_log)
     }
 
-    /// Node names and their serial logs, in node order.
     pub fn node_logs(&self) -> Vec<(String, PathBuf)> {
         self.vms
             .iter()
@@ -283,24 +259,20 @@ impl Cluster {
             .collect()
     }
 
-    /// The index in `vms` of node `i` (from 1).
     fn index(&self, i: usize) -> Result<usize> {
         (i.checked_sub(1).filter(|&index| index < self.vms.len()))
             .with_context(|| format!("the cluster has no node {i}"))
     }
 
-    /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
-    /// (see [`Vm::kill_as_failure`]); [`Cluster::wait`] then waits for the
-    /// others only. False if the node had already exited by itself.
+    /// A sudden machine failure ([`Vm::kill_as_failure`]); false if the
+    /// node had already exited by itself.
     pub fn kill_node(&mut self, i: usize) -> Result<bool> {
         let index = self.index(i)?;
         Ok(self.vms[index].kill_as_failure())
     }
 
-    /// Takes node `i`'s network link down (`up` false) or brings it up
-    /// again: its tap devices, so that the node can reach neither the
-    /// manager nor any other node while its VM and NIC run on, as in a
-    /// network partition. Returns the first tap's name.
+    /// Takes node `i`'s taps down or up, as in a network partition: its VM
+    /// and NICs run on. The first tap's name.
     pub fn set_link(&self, i: usize, up: bool) -> Result<String> {
         self.index(i)?;
         let Some(netns) = &self.netns else {
@@ -312,8 +284,6 @@ impl Cluster {
         Ok(tap)
     }
 
-    /// A QMP connection to node `i`'s VM, each read and write of which is
-    /// bounded by `timeout` (as is the wait for its socket).
     pub fn monitor(&self, i: usize, timeout: Duration) -> Result<Monitor> {
         let vm = &self.vms[self.index(i)?];
         let Some(socket) = &vm.qmp_socket else {
@@ -322,12 +292,10 @@ impl Cluster {
         Monitor::connect(socket, timeout).with_context(|| format!("pausing {}", vm.name))
     }
 
-    /// Kills every VM still running; the cluster stays until dropped.
     pub fn kill_all(&mut self) {
         self.vms.iter_mut().for_each(Vm::kill);
     }
 
-    /// Waits for every VM to exit (see [`qemu::wait_all`]).
     pub fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         let step = Step::start("waiting for the VMs to finish");
         qemu::wait_all(&mut self.vms, timeout, tick)?;
@@ -340,20 +308,16 @@ impl Cluster {
 /// that host tests can fake a cluster (the failure test's second phase).
 /// [`Cluster`] also has `node_logs`, `wait` and `kill_all` of its own.
 pub trait Nodes {
-    /// Number of nodes (VMs).
     fn nodes(&self) -> usize;
-    /// Name and serial log of node `i` (from 1); the log grows while the
-    /// node runs.
+    /// Name and serial log of node `i` (from 1).
     fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
-    /// Node names and their serial logs, in node order.
     fn node_logs(&self) -> Vec<(String, PathBuf)> {
         (1..=self.nodes())
             .filter_map(|i| self.node_log(i).ok())
             .collect()
     }
-    /// Whether node `i`'s QEMU has exited.
     fn node_exited(&mut self, i: usize) -> Result<bool>;
-    /// Writes `command` and a line end to the manager's standard input.
+    /// A line on the manager's standard input.
     fn tell_manager(&mut self, command: &str) -> Result<()>;
     /// Boots node `i` (from 1) again, after its VM ended, as the same
     /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
@@ -362,9 +326,9 @@ pub trait Nodes {
     /// first boot's stay; from then on the node's name, log and exit are
     /// the new VM's.
     fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
-    /// Waits for every VM to exit (see [`qemu::wait_all`]).
+    /// Until every VM exited (see [`qemu::wait_all`]).
     fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
-    /// Kills every VM still running; the cluster stays until dropped.
+    /// The cluster stays until dropped.
     fn kill_all(&mut self);
 }
 
@@ -437,14 +401,12 @@ impl Drop for Cluster {
 /// still be running their last checks.
 pub struct NoDeathWatch {
     log: LogFollower,
-    /// Serial log of each VM, in node order.
     node_logs: Vec<PathBuf>,
     /// VM index (from 1) of each LITE node id, from the manager's join lines.
     vm_of_node: HashMap<u32, usize>,
 }
 
 impl NoDeathWatch {
-    /// Watches `spec`'s manager log.
     pub fn new(spec: &ClusterSpec) -> Self {
         Self {
             log: LogFollower::new(spec.logs.join(MANAGER_LOG)),
@@ -455,11 +417,9 @@ impl NoDeathWatch {
         }
     }
 
-    /// Watches `spec`'s manager log from its current end, for a phase of a
-    /// run in which a node failed on purpose before: the deaths declared
-    /// so far were meant, while the joins so far still tell which VM each
-    /// node is. `node_logs` are the VMs' serial logs from now on, in node
-    /// order (a VM booted again has a log of its own).
+    /// From the log's current end, after a node failed on purpose: the
+    /// deaths so far were meant, while the joins so far still tell which
+    /// VM each node is. `node_logs` are the VMs' logs from now on.
     pub fn from_now_on(spec: &ClusterSpec, node_logs: Vec<PathBuf>) -> Self {
         let mut watch = Self::new(spec);
         watch.node_logs = node_logs;
@@ -471,9 +431,8 @@ impl NoDeathWatch {
         watch
     }
 
-    /// Fails with the manager's line if it declared a node dead since the
-    /// last call, unless that node's guest had already finished; for
-    /// [`Cluster::wait`]'s tick.
+    /// Fails with the manager's line if it declared a node dead whose
+    /// guest had not finished; for [`Cluster::wait`]'s tick.
     pub fn check(&mut self) -> Result<()> {
         for line in self.log.new_lines() {
             if let Some((node, vm)) = parse_join(&line) {
@@ -496,7 +455,6 @@ impl NoDeathWatch {
         Ok(())
     }
 
-    /// Whether the guest of VM `vm` (from 1) reported its exit.
     fn guest_finished(&self, vm: usize) -> bool {
         let Some(path) = vm
             .checked_sub(1)
@@ -508,7 +466,6 @@ impl NoDeathWatch {
     }
 }
 
-/// Whether a line of the manager's log declares a node dead.
 pub fn is_death(line: &str) -> bool {
     line.contains(") declared dead: ")
 }
@@ -525,14 +482,13 @@ pub fn is_suspicion(line: &str) -> bool {
     line.contains(") suspected: silent for ")
 }
 
-/// The node id of a manager line `node N (incarnation K) declared dead: ...`.
+/// From `node N (incarnation K) declared dead: ...`.
 fn parse_death(line: &str) -> Option<u32> {
     let (head, _) = line.split_once(") declared dead: ")?;
     node_id_before_incarnation(head)
 }
 
-/// The node id and VM index (from 1) of a manager line
-/// `node N (incarnation K) joined from 10.77.0.I:PORT ...`.
+/// Node id and VM from `node N (incarnation K) joined from 10.77.0.I:PORT`.
 fn parse_join(line: &str) -> Option<(u32, usize)> {
     let (head, rest) = line.split_once(") joined from ")?;
     let node = node_id_before_incarnation(head)?;
@@ -548,11 +504,9 @@ fn node_id_before_incarnation(head: &str) -> Option<u32> {
     id.parse().ok()
 }
 
-/// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
-/// `name`, booting `initrd` (the cluster's, with its secret), its console
-/// going to `<name>.log`, its QMP socket `<name>.qmp` in `monitors`.
-/// Everything that makes it the same machine to the cluster (address,
-/// MAC, tap, and with them the RDMA device's GID) depends on `i` alone.
+/// Everything that makes node `i` the same machine to the cluster
+/// (address, MAC, tap, and with them the RDMA device's GID) depends on `i`
+/// alone; its logs and QMP socket are named after `name`.
 fn node_vm(
     spec: &ClusterSpec,
     initrd: &Path,
@@ -622,8 +576,6 @@ fn manager_command(
     cmd
 }
 
-/// Starts the manager (see [`manager_command`]), output to `cm.log`, its
-/// standard input a pipe for [`Nodes::tell_manager`].
 fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<Child> {
     let log_path = spec.logs.join(MANAGER_LOG);
     let log =
@@ -647,7 +599,7 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
     Ok(child)
 }
 
-/// A network namespace, deleted (with its devices) on drop.
+/// Deleted, with its devices, on drop.
 struct Netns {
     name: String,
 }
@@ -661,21 +613,18 @@ impl Netns {
         })
     }
 
-    /// `ip -n NAME ARGS...`.
     fn ip(&self, args: &[&str]) -> Result<()> {
         process::output(&mut ip_command(&self.name, args))?;
         Ok(())
     }
 }
 
-/// `ip -n NETNS ARGS...`: `ip` acting inside network namespace `netns`.
 fn ip_command(netns: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new("ip");
     cmd.args(["-n", netns]).args(args);
     cmd
 }
 
-/// The `ip` arguments that take link `tap` up or down.
 fn link_state_args(tap: &str, up: bool) -> [&str; 4] {
     ["link", "set", tap, if up { "up" } else { "down" }]
 }
@@ -708,7 +657,6 @@ fn remove_stale_namespaces() {
     }
 }
 
-/// A cluster of `roles` for host tests, booting nothing real.
 #[cfg(test)]
 pub fn test_spec<'a>(
     roles: Vec<String>,
@@ -781,6 +729,15 @@ mod tests {
         assert_eq!(again.memory_mib, first.memory_mib);
         assert_eq!(first.initrd, Path::new(INITRD));
         assert!(!first.append.contains("secret"), "{}", first.append);
+        // Its link goes down and up through its own taps in the namespace.
+        assert_eq!(tap_names(2), ["tap2", "tap2b"]);
+        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
+        let (down, up) = (
+            link_state_args("tap2", false),
+            link_state_args("tap2", true),
+        );
+        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
+        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
     }
 
     /// A death watch of a two-node cluster whose manager logged
@@ -835,10 +792,7 @@ mod tests {
         // Node 1 is VM 2, which had finished; VM 1 was still running.
         assert!(goes_on(&mut watch, &log, 1, 10040));
         assert!(!goes_on(&mut watch, &log, 2, 10040));
-    }
-
-    #[test]
-    fn manager_lines_give_node_ids_and_vms() {
+        // Manager lines give node ids and VMs.
         let join = "lite-cm: node 12 (incarnation 3) joined from 10.77.0.4:1 (gid x)";
         assert_eq!(parse_join(join), Some((12, 4)));
         let outside = "lite-cm: node 1 (incarnation 1) joined from 10.9.0.4:1";
@@ -870,17 +824,5 @@ mod tests {
         assert!(!node1(&spec).append.contains("lite.cmtimeout"));
         spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
         assert!(has_param(&node1(&spec), "lite.cmtimeout=10000"));
-    }
-
-    #[test]
-    fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
-        let spec = spec(Path::new("/logs"), &no_extra);
-        let vm = vm(&spec, 2, &spec.roles[1], "node2");
-        let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
-        assert_eq!([tap.as_str(), "tap2b"], tap_names(2));
-        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
-        let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));
-        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
-        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
     }
 }

@@ -1,10 +1,5 @@
-//! `cargo xtask demo`: boot a cluster and run `lite-demo` on every node;
-//! `cargo xtask apps`: the same with the paper's applications (role `apps`:
-//! each application over LITE, over TCP and alone, at a small size).
-//!
-//! Each node's console is followed while the cluster runs; from the moment
-//! the guest starts its role (`LITE-GUEST-RUN`), its lines are shown
-//! prefixed with `[node<i>]`.
+//! `cargo xtask demo` and `cargo xtask apps` (README): each node's console
+//! is shown, prefixed with `[node<i>]`, from `LITE-GUEST-RUN` on.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,10 +12,9 @@ use crate::kernel::Flavour;
 use crate::paths::Cache;
 use crate::{interrupt, logscan, ui};
 
-/// Upper bound for the whole demo run.
 const TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Marker the guest prints when it starts its role.
+/// The guest starts its role.
 pub const RUN_MARKER: &str = "LITE-GUEST-RUN";
 
 /// What a showcase run boots and how it names itself.
@@ -41,7 +35,6 @@ impl Showcase {
     }
 }
 
-/// `cargo xtask demo` and `cargo xtask apps`.
 pub fn run(
     showcase: Showcase,
     nodes: usize,
@@ -81,7 +74,6 @@ pub fn run(
     Ok(())
 }
 
-/// How a cluster run by [`run_showing_consoles`] went.
 pub struct ConsolesRun {
     /// What waiting for the VMs gave: an error for a timeout or a death.
     pub waited: Result<()>,
@@ -89,10 +81,9 @@ pub struct ConsolesRun {
     pub node_logs: Vec<(String, PathBuf)>,
 }
 
-/// Starts the cluster of `spec` and waits at most `timeout` for every VM to
-/// end, printing, prefixed with `[node<i>]`, what `shown` picks of every
-/// console line from the moment the guest starts its role, and stopping at
-/// any death the manager declares; returns once the cluster is gone.
+/// Prints, prefixed with `[node<i>]`, what `shown` picks of every console
+/// line once the guest started its role; stops at any death the manager
+/// declares, and returns once the cluster is gone.
 pub fn run_showing_consoles(
     spec: &ClusterSpec,
     timeout: Duration,
@@ -115,15 +106,12 @@ pub fn run_showing_consoles(
     Ok(ConsolesRun { waited, node_logs })
 }
 
-/// A console line as [`run_showing_consoles`] shows the role's output:
-/// every line but the lock nestings a debug guest lists for the test
+/// Every line but the lock nestings a debug guest lists for the test
 /// command.
 pub fn role_output(line: &str) -> Option<&str> {
     (!line.contains(crate::lockdep::EDGE_TAG)).then_some(line)
 }
 
-/// Follows a growing console log and prints what `shown` picks of its role
-/// output, with a prefix.
 struct Tail {
     name: String,
     log: LogFollower,

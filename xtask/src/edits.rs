@@ -6,9 +6,8 @@
 
 use anyhow::{bail, Result};
 
-/// Inserts `insertion` after the first line containing `anchor`.
-///
-/// `insertion` is inserted as whole lines: a missing final newline is added.
+/// After the first line containing `anchor`, as whole lines (a missing
+/// final newline is added).
 pub fn insert_after(text: &str, file: &str, anchor: &str, insertion: &str) -> Result<String> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -20,7 +19,7 @@ pub fn insert_after(text: &str, file: &str, anchor: &str, insertion: &str) -> Re
     bail!("anchor `{anchor}` not found in {file}");
 }
 
-/// Appends `addition` as whole lines at the end of `text`.
+/// As whole lines.
 pub fn append(text: &str, addition: &str) -> String {
     let mut out = String::with_capacity(text.len() + addition.len() + 2);
     out.push_str(text);

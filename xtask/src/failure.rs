@@ -40,22 +40,17 @@ pub const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
 /// bounded by 30 to 120 s).
 pub const SURVIVORS_DONE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Guest roles of `nodes` nodes: `survivor` for all but the last, which
-/// plays `last` (the victim, or the node cut off in the partition test).
+/// `survivor` for all but the last.
 pub fn roles(nodes: usize, survivor: &str, last: &str) -> Vec<String> {
     let mut roles = vec![survivor.to_string(); nodes.saturating_sub(1)];
     roles.push(last.to_string());
     roles
 }
 
-/// Waits for node `victim` to print [`VICTIM_READY`], then kills its QEMU
-/// with SIGKILL [`KILL_DELAY`] later. Fails if the marker does not come
-/// within [`VICTIM_READY_TIMEOUT`] of `started`, if any node ends before it
-/// (none can finish while the victim lives, and without every survivor
-/// the victim never gets ready), if the manager declares any node dead
-/// before the kill (`deaths`: the set-up includes a minute of overload,
-/// which nobody may take for a death), if the victim ends by itself
-/// before the kill, or on Ctrl-C.
+/// Kills the victim [`KILL_DELAY`] after [`VICTIM_READY`]. Fails if any
+/// node ends before (none can finish while the victim lives), or if the
+/// manager declares any node dead before the kill: the set-up includes a
+/// minute of overload, which nobody may take for a death.
 pub fn kill_when_ready(
     cluster: &mut Cluster,
     victim: usize,
@@ -93,11 +88,8 @@ pub fn kill_when_ready(
     Ok(())
 }
 
-/// Waits until `watch` sees its marker on the console of node `name`.
-/// Fails if `ended` (asked between polls) names a node that ended first
-/// (none can finish while the node is not ready, and without every other
-/// node it never gets ready), if `timeout` passes from `started`, or on
-/// Ctrl-C.
+/// Fails if `ended` (asked between polls) names a node that ended first:
+/// none can finish while the node is not ready.
 pub fn await_marker(
     watch: &mut MarkerWatch,
     name: &str,
@@ -122,9 +114,7 @@ pub fn await_marker(
     Ok(())
 }
 
-/// Waits for every node of `cluster` to print its marker, `marker(node)`,
-/// as [`await_marker`] does, within `timeout` of `started`; fails if any
-/// node ends first.
+/// As [`await_marker`] does, for every node's `marker(node)`.
 pub fn await_every_node(
     cluster: &mut Cluster,
     marker: impl Fn(usize) -> &'static str,
@@ -141,7 +131,6 @@ pub fn await_every_node(
     Ok(())
 }
 
-/// The name of the first node of `cluster` whose VM has ended, if any.
 fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
     for i in 1..=cluster.nodes() {
         if cluster.node_exited(i)? {
@@ -154,12 +143,6 @@ fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_last_node_plays_the_other_part() {
-        assert_eq!(roles(4, "s", "v"), ["s", "s", "s", "v"]);
-        assert_eq!(roles(1, "s", "v"), ["v"]);
-    }
 
     #[test]
     fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-/// A directory removed (recursively) when dropped.
+/// Removed when dropped.
 pub struct TempDir {
     path: PathBuf,
 }
@@ -52,7 +52,6 @@ impl Drop for TempDir {
     }
 }
 
-/// Removes a directory tree; a missing directory is not an error.
 pub fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
     match fs::remove_dir_all(path) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
@@ -62,29 +61,27 @@ pub fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
     }
 }
 
-/// Reads a file as text; names the file in the error.
+/// These name the file in the error.
 pub fn read_to_string(path: &Path) -> Result<String> {
     fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Reads a file's bytes; names the file in the error.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Creates the parent directories of `path`.
 fn create_parent(path: &Path) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new(""));
     fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))
 }
 
-/// Writes a file, creating its parent directories.
+/// Creating the parent directories.
 pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
     create_parent(path)?;
     fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Copies a file (following symlinks), creating the destination's parents.
+/// Following symlinks.
 pub fn copy(from: &Path, to: &Path) -> Result<()> {
     create_parent(to)?;
     fs::copy(from, to)
@@ -92,7 +89,7 @@ pub fn copy(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The last `max` bytes of a file, decoded lossily, starting at a line boundary.
+/// Decoded lossily, from a line boundary.
 pub fn read_tail(path: &Path, max: u64) -> Result<String> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let len = file.metadata()?.len();
@@ -110,12 +107,10 @@ pub fn read_tail(path: &Path, max: u64) -> Result<String> {
     Ok(text)
 }
 
-/// SHA-256 of a file's contents, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(sha256_hex(&read(path)?))
 }
 
-/// SHA-256 of a byte string, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -123,14 +118,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// A file's modification time.
 pub fn mtime(path: &Path) -> Result<SystemTime> {
     fs::metadata(path)
         .and_then(|m| m.modified())
         .with_context(|| format!("cannot stat {}", path.display()))
 }
 
-/// Sets a file's modification time (and its access time to the same value).
+/// And the access time.
 pub fn set_mtime(path: &Path, time: SystemTime) -> Result<()> {
     let file = File::options()
         .write(true)
@@ -140,13 +134,11 @@ pub fn set_mtime(path: &Path, time: SystemTime) -> Result<()> {
         .with_context(|| format!("cannot set the mtime of {}", path.display()))
 }
 
-/// Every regular file under `dir`, as sorted paths relative to `dir`.
 pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
     walk(dir, false)
 }
 
-/// Every entry under `dir` (files, directories, symlinks), or only every
-/// regular file, as sorted paths relative to `dir`.
+/// Sorted paths relative to `dir`.
 pub fn walk(dir: &Path, every_entry: bool) -> Result<Vec<PathBuf>> {
     let (mut found, mut pending) = (Vec::new(), vec![PathBuf::new()]);
     while let Some(rel) = pending.pop() {
@@ -166,7 +158,6 @@ pub fn walk(dir: &Path, every_entry: bool) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-/// Every `.rs` file under `dir`, by its path below `dir`, and its text.
 pub fn read_rust_sources(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
     let rust = walk_files(dir)?
         .into_iter()
@@ -180,9 +171,7 @@ pub fn read_rust_sources(dir: &Path) -> Result<std::collections::BTreeMap<String
     .collect()
 }
 
-/// Follows a file that keeps growing (a VM's console log): each call of
-/// [`LogFollower::new_lines`] returns the complete lines added since the
-/// last one.
+/// A file that keeps growing (a VM's console log).
 pub struct LogFollower {
     path: PathBuf,
     offset: u64,
@@ -224,8 +213,6 @@ impl LogFollower {
     }
 }
 
-/// Appends `text` to the file at `path`, as a program writing its log
-/// does, for tests of what follows a growing log.
 #[cfg(test)]
 pub fn append(path: &Path, text: &str) {
     let mut file = fs::OpenOptions::new()
@@ -240,18 +227,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tail_starts_at_a_line_boundary() {
+    fn tails_start_at_a_line_boundary_and_hashes_and_mtimes_are_kept() {
         let dir = TempDir::new("xtask-fsutil-test").unwrap();
         let file = dir.path().join("log");
         write(&file, "first line\nsecond line\nthird\n").unwrap();
         assert_eq!(read_tail(&file, 14).unwrap(), "third\n");
         let whole = read_tail(&file, 1000).unwrap();
         assert_eq!(whole, "first line\nsecond line\nthird\n");
-    }
-
-    #[test]
-    fn hashes_and_mtimes() {
-        let dir = TempDir::new("xtask-fsutil-test").unwrap();
         let file = dir.path().join("f");
         write(&file, "abc").unwrap();
         let sha256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

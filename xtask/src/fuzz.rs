@@ -1,11 +1,4 @@
-//! `cargo xtask fuzz`: boot a cluster on the debug kernel and run
-//! `lite-fuzz` on every node for a while.
-//!
-//! Every node runs guest role [`ROLE`], which joins and fuzzes for the
-//! given time with the given seed (`lite.fuzzsecs=`, `lite.seed=` on the
-//! kernel command line). Alarms show up as they happen; afterwards each
-//! node's calls, errno counts, alarms, TAP results and kernel log scan are
-//! reported, with the seed and the command that replays the run. Any
+//! `cargo xtask fuzz` (README): every node runs guest role [`ROLE`]; any
 //! alarm, failed test point or log problem fails the command.
 
 use std::collections::BTreeMap;
@@ -21,12 +14,9 @@ use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
 use crate::{interrupt, logscan, tap, ui};
 
-/// Guest role that only fuzzes.
 pub const ROLE: &str = "fuzz";
-/// The fuzzer, as the guest's `/init` runs it.
 pub const PROGRAM: &str = "lite-fuzz";
-/// Time for booting, joining and the fuzzers' start and end, on top of
-/// the fuzzing time.
+/// For booting, joining and the fuzzers' start and end.
 const MARGIN: Duration = Duration::from_secs(20 * 60);
 
 /// Start of the guest's summary lines, after `# ` (see
@@ -35,7 +25,6 @@ pub(crate) const CALLS_PREFIX: &str = "lite-fuzz calls ";
 pub(crate) const TOTAL_PREFIX: &str = "lite-fuzz total ";
 pub(crate) const ALARM_PREFIX: &str = "ALARM ";
 
-/// A seed from the clock.
 pub fn seed_from_clock() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -47,7 +36,7 @@ pub fn seed_from_clock() -> u64 {
     z ^ (z >> 31)
 }
 
-/// Parses `--seed`: decimal, or hexadecimal with `0x`.
+/// Decimal, or hexadecimal with `0x`.
 pub fn parse_seed(text: &str) -> Result<u64, String> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -56,7 +45,6 @@ pub fn parse_seed(text: &str) -> Result<u64, String> {
     parsed.map_err(|e| format!("expected a decimal or 0x-hexadecimal 64-bit seed ({e})"))
 }
 
-/// The kernel parameters that make a node fuzz for `seconds` with `seed`.
 pub fn kernel_params(seconds: u64, seed: u64) -> Vec<String> {
     vec![
         format!("lite.fuzzsecs={seconds}"),
@@ -64,12 +52,10 @@ pub fn kernel_params(seconds: u64, seed: u64) -> Vec<String> {
     ]
 }
 
-/// The command that replays a run.
 pub fn replay_command(minutes: u64, seed: u64, nodes: usize) -> String {
     format!("cargo xtask fuzz --minutes {minutes} --seed {seed:#x} --nodes {nodes}")
 }
 
-/// `cargo xtask fuzz`.
 pub fn run(
     minutes: u32,
     seed: Option<u64>,
@@ -245,7 +231,7 @@ impl NodeReport {
     }
 }
 
-/// One line per call: its name, calls and outcomes, most frequent first.
+/// Most frequent first.
 fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
     let width = counts.keys().map(String::len).max().unwrap_or(0);
     counts
@@ -261,8 +247,7 @@ fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
         .collect()
 }
 
-/// `outcome count` pairs, most frequent first (then by name), separated by
-/// commas.
+/// `outcome count, ...`, most frequent first (then by name).
 fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> String {
     let mut counts: Vec<(&str, u64)> = counts.into_iter().collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -270,9 +255,7 @@ fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> 
     counts.join(", ")
 }
 
-/// A console line as the fuzz run shows it while the nodes fuzz (see
-/// [`run_showing_consoles`]): its alarms, failed test points and totals,
-/// without their timestamps.
+/// Alarms, failed test points and totals, without their timestamps.
 fn alarm_line(line: &str) -> Option<&str> {
     let line = strip_timestamp(line.trim_end());
     let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
@@ -319,10 +302,13 @@ LITE-GUEST-EXIT rc=1
         assert!(lines[0].starts_with("node1: 7 calls, 1 alarms, 0 hung; TAP 1 passed, 1 failed"));
         assert_eq!(lines[1], "  errnos: EBADF 2, EINTR 1");
         assert!(lines[2].starts_with("  ALARM node 1 proc 0"));
-    }
-
-    #[test]
-    fn a_clean_run_has_no_problems_and_a_cut_one_does() {
+        // The table sums the outcomes per call, most frequent first.
+        let table = [
+            "lite_fence        4: ok 3, EINTR 1",
+            "lite_free         3: EBADF 2, ok 1",
+        ];
+        assert_eq!(call_table(&report.calls), table);
+        // A clean run has no problems, and a cut one does.
         let clean = "TAP version 13\nok 1 - fuzz: no alarms\n\
                      # lite-fuzz total calls=10 alarms=0 hung=0\n1..1\n1 passed, 0 failed\n\
                      LITE-GUEST-EXIT rc=0\n";
@@ -331,13 +317,6 @@ LITE-GUEST-EXIT rc=1
         let problems = NodeReport::parse(cut).problems();
         let no_totals = problems.iter().any(|p| p.contains("no totals"));
         assert!(no_totals, "{problems:?}");
-    }
-
-    #[test]
-    fn the_table_sums_outcomes_per_call() {
-        let outcomes = [("calls", 5), ("ok", 2), ("EBADF", 3)].map(|(o, n)| (o.to_string(), n));
-        let counts = BTreeMap::from([("lite_free".to_string(), BTreeMap::from(outcomes))]);
-        assert_eq!(call_table(&counts), ["lite_free        5: EBADF 3, ok 2"]);
     }
 
     #[test]

@@ -36,7 +36,7 @@ const SKIPPED: &[&str] = &[
     "venv",
 ];
 
-/// Where the guests find the `lite` package (on Debian's `sys.path`).
+/// On Debian's `sys.path`.
 const SITE_DIR: &str = "usr/lib/python3/dist-packages";
 
 /// The README's Python snippet in the guests (`README_EXAMPLE` in
@@ -47,8 +47,8 @@ pub const README_EXAMPLE: &str = "/usr/share/lite/python/readme_example.py";
 /// `PYTHON_TEST` in `userspace/lite-tools/src/cluster_test/c_programs.rs`).
 pub const CLUSTER_TEST: &str = "/usr/share/lite/python/cluster_test.py";
 
-/// Installs the interpreter, the standard library and the package under
-/// `root`; the shared libraries they need are added to `libs`.
+/// The interpreter, the standard library and the package; the shared
+/// libraries they need are added to `libs`.
 pub fn install(root: &Path, cache: &Cache, libs: &mut BTreeSet<PathBuf>) -> Result<()> {
     let interpreter = fs::canonicalize(INTERPRETER)
         .with_context(|| format!("{INTERPRETER} is missing: install python3"))?;
@@ -89,15 +89,13 @@ pub fn install(root: &Path, cache: &Cache, libs: &mut BTreeSet<PathBuf>) -> Resu
     )
 }
 
-/// The first ```` ```python ```` block of a Markdown text.
 fn python_snippet(markdown: &str) -> Option<String> {
     let start = markdown.find("```python\n")? + "```python\n".len();
     let len = markdown[start..].find("```\n")?;
     Some(markdown[start..start + len].to_string())
 }
 
-/// `pip install --target` of a copy of `userspace/python` (so the build
-/// leaves nothing in the tree); returns the target directory.
+/// Of a copy of `userspace/python`, so the build leaves nothing in the tree.
 fn pip_install(cache: &Cache) -> Result<PathBuf> {
     let work = cache.initramfs().join("python-lite");
     fsutil::remove_dir_all_if_exists(&work)?;

@@ -353,17 +353,11 @@ perftest_bw_side() {
 	return $status
 }
 
-# The interleaved comparison. Each round runs, for one group of operations
-# after another, LITE's series (lite-bench --series latency) taking turns
-# within every series with the native verbs baseline's (lite-verbs-bench
-# --turns, which lite-bench starts on node 2; node 1 serves both), in
-# blocks of at most $turnops operations: the two sides of each ratio are
-# measured within milliseconds of each other, so that drift of the
-# emulator moves both. Every line between LITE-ROUND-BEGIN and -END
-# belongs to that round. Then the same groups run once more, one program
-# after the other (odd rounds starting each group with the baseline, even
-# ones with LITE), for each program's CPU time, between LITE-CPU-ROUND-BEGIN
-# and -END.
+# The interleaved comparison (README, "Benchmark"): in each round LITE's
+# series take turns with the native baseline's (lite-verbs-bench --turns,
+# which lite-bench starts on node 2) in blocks of at most $turnops
+# operations, so that drift of the emulator moves both sides of a ratio;
+# then each program runs alone for its CPU time (odd rounds baseline first).
 latency_groups="write read fetch_add,compare_swp rpc"
 
 # $1: server or client; $2: the group's operations.
@@ -407,10 +401,8 @@ busy_ticks() {
 	echo $((user + nice + system + irq + softirq + steal))
 }
 
-# Runs one program of a round ("verbs" or "lite") on one group of
-# operations ($3) and prints the busy CPU time of this whole VM while it
-# ran, kernel threads included, as the benchmark's record (lite-tools'
-# bench-record crate):
+# $1: side; $2: "verbs" or "lite"; $3: the group. Prints the busy CPU time
+# of this whole VM while it ran, kernel threads included (bench-record):
 # LITE-RECORD {"cpu":{"side":"server|client","program":"verbs|lite","busy_ticks":N}}
 timed_round() {
 	before=$(busy_ticks)
@@ -449,11 +441,9 @@ latency_rounds() {
 	return $status
 }
 
-# The memory region curve: the native baseline's (node 1 registers the
-# regions, node 2 writes and reads them and times creating and freeing
-# its own), then LITE's (node 2 allocates the LMRs on node 1). The curve
-# goes up to 100k live LMRs and a 1 GiB one, beyond the default quotas:
-# root and every other node are given no limit.
+# The memory region curve, the native baseline's then LITE's, goes up to
+# 100k live LMRs and a 1 GiB one, beyond the default quotas: root and every
+# other node are given no limit.
 region_curve() {
 	status=0
 	q=/sys/kernel/debug/lite/quotas
@@ -473,11 +463,9 @@ region_curve() {
 	return $status
 }
 
-# The process curve, in rounds, one step at a time: the native baseline's
-# processes (each with its own queue pair, served by a process of its own),
-# then LITE's (sharing the node's connections), so that each step's two
-# sides are measured seconds apart. Every step makes about as many
-# operations, shared by its processes.
+# The process curve, one step at a time, the native baseline's then LITE's,
+# so that each step's two sides are measured seconds apart; every step
+# makes about as many operations, shared by its processes.
 process_curve() {
 	status=0
 	steps=
@@ -512,12 +500,10 @@ lite_bench() {
 	lite-bench "$@"
 }
 
-# The paper's applications, each over LITE, over TCP between the same
-# nodes, and alone on every node (LITE-Graph also over LITE-DSM), in
-# lite.approunds rounds; at the
-# benchmark's sizes, or small with the argument "small" (cargo xtask apps). Node i is 10.77.0.i and TCP rank i - 1; every
-# TCP run takes a port of its own so none waits for the last one's
-# sockets. Every run prints one LITE-APP line on its gathering rank.
+# The paper's applications over LITE, over TCP and alone (LITE-Graph also
+# over LITE-DSM), in lite.approunds rounds, small with "small" (cargo xtask
+# apps). Node i is TCP rank i - 1; every TCP run takes a port of its own so
+# none waits for the last one's sockets.
 bench_apps() {
 	if [ "$1" = small ]; then
 		set -- "lite-log --records 150 --threads 2 --kill-test 1" \
@@ -649,14 +635,9 @@ test)
 	;;
 # Fuzzing alone (cargo xtask fuzz): every node joins and fuzzes.
 fuzz) lite-fuzz --cm "$cm" --nodes "$nodes" --seconds "$fuzzsecs" ${seed:+--seed "$seed"} || rc=$? ;;
-# The failure test: survivors report TAP; the victim never returns, the
-# harness kills its VM a few seconds after its ready marker. Survivors then
-# run the cluster test with all nodes: the harness boots the victim's VM
-# again (role test) once every survivor printed the second marker. The
-# cluster test tests the API, not failure detection: the survivors take
-# its tolerant silence before the marker (the harness then gives the
-# manager the same, and the victim's second boot its lite.cmtimeout).
-# Either program failing fails the role.
+# The failure test (README), then the cluster test with the victim booted
+# again: it tests the API, so the survivors take its tolerant silence
+# before the marker. Either program failing fails the role.
 failure-survivor)
 	program lite-failure-test
 	lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor ${ip2:+--second-address "$ip2"} || rc=$?
@@ -667,11 +648,8 @@ failure-survivor)
 	lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$?
 	;;
 failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
-# The partition test: every node reports TAP. With lite.pausesecs, every
-# node first runs checked traffic with every other for that long while the
-# harness pauses a survivor's VM again and again. Once the cut node prints
-# its ready marker, the harness takes its link down for a while; it has to
-# join again on its own.
+# The partition test (README), after lite.pausesecs of checked traffic
+# while the harness pauses a survivor's VM again and again.
 partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor --pause-traffic "$pausesecs" || rc=$? ;;
 partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut --pause-traffic "$pausesecs" || rc=$? ;;
 kunit) ;; # KUnit ran during boot, or as LITE's module loaded.
@@ -700,16 +678,12 @@ bench-scale) lite-bench --cm "$cm" --scale "$nodes" --iters "$iters" --scale-cal
 bench-dsm) lite-bench --cm "$cm" --dsm "$nodes" --iters "$rounditers" --dsm-rounds "$rounds" --turn-ops "$turnops" || rc=$? ;;
 # Node 1 keeps one lock, every other node takes it, all at the same time.
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
-# The benchmark's failure phase: the failure test's program alone, no
-# cluster test after it (the victim's VM is not booted again). Survivors
-# print their stall, leave and rejoin times as TAP comments; the harness
-# kills the victim's VM a few seconds after its ready marker.
+# The benchmark's failure phase: the failure program alone; survivors
+# print their stall, leave and rejoin times as TAP comments.
 bench-failure-survivor) lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
 bench-failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
-# cargo xtask cluster --exec: the user's program, which the harness
-# appends to the initrd with a script running it with its arguments, in the
-# environment lite.env= gives; it joins the cluster itself, and its exit
-# status is the role's.
+# cargo xtask cluster --exec: the script the harness appended runs the
+# user's program, whose exit status is the role's.
 exec)
 	# $programenv is split into its NAME=VALUE words on purpose.
 	# shellcheck disable=SC2086

@@ -22,11 +22,9 @@ use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::ui::Step;
 
-/// The guest's `/init`.
 const INIT_SCRIPT: &str = include_str!("init.sh");
 
-/// The body of guest role `role`'s case in `/init`, for the tests that
-/// check what a role runs.
+/// The body of guest role `role`'s case in `/init`.
 #[cfg(test)]
 pub fn role_body(role: &str) -> &'static str {
     let start = INIT_SCRIPT
@@ -38,8 +36,7 @@ pub fn role_body(role: &str) -> &'static str {
         .unwrap_or_else(|| panic!("role {role} has no end"))]
 }
 
-/// Asserts that `text` holds every one of `needles`, each first found
-/// after the one before it.
+/// Each of `needles` first found after the one before it.
 #[cfg(test)]
 pub fn assert_in_order(text: &str, needles: &[&str]) {
     let at = |needle: &&str| {
@@ -53,7 +50,7 @@ pub fn assert_in_order(text: &str, needles: &[&str]) {
     );
 }
 
-/// Host programs the guest needs, by the names they are looked up with.
+/// Host programs the guest needs.
 pub(crate) const HOST_TOOLS: &[&str] = &[
     "rdma",
     "ibv_devinfo",
@@ -66,7 +63,7 @@ pub(crate) const HOST_TOOLS: &[&str] = &[
     "ib_atomic_lat",
 ];
 
-/// LITE's guest programs (package `lite-tools`).
+/// Package `lite-tools`.
 const GUEST_TOOLS: &[&str] = &[
     "lite-demo",
     "lite-cluster-test",
@@ -78,13 +75,10 @@ const GUEST_TOOLS: &[&str] = &[
     "lite-fuzz",
 ];
 
-/// The paper's applications (package `lite-apps`), run by the cluster test
-/// and the benchmark.
+/// The paper's applications (package `lite-apps`).
 pub(crate) const GUEST_APPS: &[&str] = &["lite-log", "lite-mapreduce", "lite-graph"];
 
-/// Where libibverbs finds its provider configuration and the rxe provider.
-/// C programs `userspace/compat`'s build script places in
-/// `<profile>/lite-c/` (its `GUEST_PROGRAMS`), installed in `/usr/bin`.
+/// `userspace/compat`'s `GUEST_PROGRAMS`, installed in `/usr/bin`.
 const GUEST_C_PROGRAMS: &[&str] = &[
     "lite-compat-test",
     "lite-compat-test-static",
@@ -95,31 +89,24 @@ const GUEST_C_PROGRAMS: &[&str] = &[
     "lite-verbs-bench",
 ];
 
-/// The compatibility library the shared-linked programs load, installed
-/// in `/usr/lib` (their run path includes `$ORIGIN/../lib`).
+/// Installed in `/usr/lib` (the programs' run path has `$ORIGIN/../lib`).
 pub(crate) const GUEST_C_LIBRARY: &str = "lite-lib.so";
-
 /// Where `userspace/compat`'s build script puts its artifacts.
 pub(crate) const C_ARTIFACT_DIR: &str = "lite-c";
-
+/// Where libibverbs finds its provider configuration and the rxe provider.
 const RXE_DRIVER_CONF: &str = "/etc/libibverbs.d/rxe.driver";
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
 
-/// Target of the static guest build.
 const GUEST_TARGET: &str = "x86_64-unknown-linux-gnu";
 
-/// What goes into an initramfs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
-    /// Everything: RDMA tools, perftest and LITE's guest programs.
     Full,
     /// Busybox and `/init` only: enough for a KUnit boot, and independent
     /// of whether LITE's guest programs build.
     Minimal,
 }
 
-/// Builds the guest tools (for [`Variant::Full`]) and packs the initramfs;
-/// returns its path.
 pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
     let name = match variant {
         Variant::Full => "initramfs",
@@ -192,20 +179,17 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
     Ok(image)
 }
 
-/// What runs in the guests, built from `userspace/`.
 #[derive(Default)]
 struct GuestBuild {
-    /// `lite-tools`' programs, static.
+    /// Static.
     rust_tools: Vec<PathBuf>,
-    /// `userspace/compat`'s programs (dynamically linked C).
+    /// Dynamically linked.
     c_programs: Vec<PathBuf>,
-    /// `lite-lib.so`.
     c_library: Option<PathBuf>,
 }
 
-/// `cargo build --release -p lite-tools -p lite-apps -p lite-compat` for
-/// the guest: the Rust tools and applications as static binaries, the C
-/// programs and library with `cc`.
+/// The Rust tools and applications static, the C programs and library
+/// with `cc`.
 fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     let target_dir = repo_root().join("target/guest");
     let log = cache.logs().join("guest-tools.log");
@@ -252,7 +236,6 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     })
 }
 
-/// Copies static busybox and links every applet it has into /bin.
 fn install_busybox(root: &Path) -> Result<()> {
     let busybox = Path::new("/bin/busybox");
     if !busybox.is_file() {
@@ -270,7 +253,6 @@ fn install_busybox(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A host program from the usual system directories.
 fn find_host_tool(name: &str) -> Result<PathBuf> {
     ["/usr/bin", "/usr/sbin", "/sbin", "/bin"]
         .iter()
@@ -281,7 +263,6 @@ fn find_host_tool(name: &str) -> Result<PathBuf> {
         })
 }
 
-/// The rxe provider library, `librxe-rdmav*.so`.
 fn rxe_provider() -> Result<PathBuf> {
     let entries = fs::read_dir(PROVIDER_DIR)
         .with_context(|| format!("cannot list {PROVIDER_DIR}: install ibverbs-providers"))?;
@@ -299,14 +280,13 @@ fn rxe_provider() -> Result<PathBuf> {
         .with_context(|| format!("no librxe-rdmav*.so in {PROVIDER_DIR}"))
 }
 
-/// Libraries (and the ELF interpreter) `ldd` lists for a binary.
+/// And the ELF interpreter.
 pub(crate) fn shared_libraries(binary: &Path) -> Result<BTreeSet<PathBuf>> {
     let out = process::output(Command::new("ldd").arg(binary))?;
     parse_ldd(&out).with_context(|| format!("ldd {}", binary.display()))
 }
 
-/// Absolute paths from `ldd` output (the libraries after `=>`, and the
-/// interpreter, alone on its line); a "not found" library is an error.
+/// A "not found" library is an error.
 fn parse_ldd(output: &str) -> Result<BTreeSet<PathBuf>> {
     let mut libs = BTreeSet::new();
     for line in output.lines().map(str::trim) {
@@ -321,9 +301,8 @@ fn parse_ldd(output: &str) -> Result<BTreeSet<PathBuf>> {
     Ok(libs)
 }
 
-/// Where a library goes in the guests, relative to their root: the
-/// canonical form of its directory, with the file name ldd used (the
-/// soname).
+/// Relative to the guests' root: the canonical directory, with the file
+/// name ldd used (the soname).
 pub(crate) fn guest_library_path(lib: &Path) -> Result<PathBuf> {
     let name = lib
         .file_name()
@@ -337,13 +316,10 @@ pub(crate) fn guest_library_path(lib: &Path) -> Result<PathBuf> {
     Ok(dir.strip_prefix("/").unwrap_or(&dir).join(name))
 }
 
-/// Copies a library to [`guest_library_path`] under `root`, with symlinks
-/// followed.
 fn install_library(root: &Path, lib: &Path) -> Result<()> {
     copy_executable(lib, &root.join(guest_library_path(lib)?))
 }
 
-/// Copies a file (following symlinks) and makes it executable.
 pub(crate) fn copy_executable(from: &Path, to: &Path) -> Result<()> {
     fsutil::copy(from, to)?;
     fs::set_permissions(to, fs::Permissions::from_mode(0o755))
@@ -446,14 +422,11 @@ mod tests {
     }
 
     #[test]
-    fn init_script_reports_exit_and_reboots() {
+    fn init_script_reads_its_parameters_loads_the_secret_and_sets_the_timeout_before_any_role() {
+        // And it reports its exit and reboots.
         assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
         assert!(INIT_SCRIPT.contains(crate::logscan::EXIT_MARKER));
         assert!(INIT_SCRIPT.contains("reboot -f"));
-    }
-
-    #[test]
-    fn init_script_loads_the_secret_and_sets_the_manager_timeout_before_any_role() {
         // The secret, failing the boot without it.
         let path = format!("CLUSTER_SECRET=/{}\n", crate::secret::GUEST_SECRET_PATH);
         before_the_roles(&[&path, "lite-secret load \"$CLUSTER_SECRET\") || {"]);
@@ -465,10 +438,7 @@ mod tests {
             "\nset_manager_timeout() {\n\techo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms || {",
             "\tset_manager_timeout \"$cmtimeout\" || finish 1\n",
         ]);
-    }
-
-    #[test]
-    fn init_script_reads_the_harness_parameters_with_their_defaults_before_any_role() {
+        // The harness's parameters are read, with their defaults, before any role.
         // Parameter, its variable, and the value it has when the harness
         // gives none: no fuzzing, no pause phase, LITE's own timeout.
         for (parameter, variable, default) in [

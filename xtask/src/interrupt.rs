@@ -28,12 +28,10 @@ pub fn install() {
     }
 }
 
-/// Whether an interrupt or termination signal has arrived.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Fails with "interrupted" once a signal has arrived.
 pub fn check() -> Result<()> {
     if interrupted() {
         bail!("interrupted");
@@ -41,11 +39,9 @@ pub fn check() -> Result<()> {
     Ok(())
 }
 
-/// How often [`sleep_until`] looks at signals while it waits.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Sleeps until `length` after `from`, failing with "interrupted" within
-/// [`TICK`] of a signal.
+/// Fails within [`TICK`] of a signal.
 pub fn sleep_until(from: Instant, length: Duration) -> Result<()> {
     while from.elapsed() < length {
         check()?;

@@ -20,7 +20,6 @@ use crate::source::{self, KernelSource};
 use crate::ui::{self, Step};
 use crate::{apply, fsutil, interrupt, newc, patchset::Series, series};
 
-/// Kernel configuration flavour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Flavour {
     /// KUnit, KASAN, lockdep: for tests and the demo.
@@ -38,15 +37,13 @@ impl fmt::Display for Flavour {
     }
 }
 
-/// Name of the stamp recording the inputs of the current `.config`.
+/// Records the inputs of the current `.config`, for `cargo xtask kernel`
+/// and for the slow checks' builds.
 const CONFIG_STAMP: &str = ".lite-config-stamp";
-/// The same, for the configurations of the slow checks' builds.
 const SERIES_CONFIG_KEY: &str = ".lite-series-config-key";
-
-/// How many lines of a failed build log to show.
+/// Of a failed build's log, shown.
 const ERROR_LINES: usize = 40;
 
-/// `cargo xtask kernel`.
 pub fn run(flavour: Flavour, kernel_src: Option<&Path>, config_only: bool) -> Result<()> {
     let cache = Cache::locate()?;
     match build(&cache, flavour, kernel_src, config_only)? {
@@ -56,8 +53,7 @@ pub fn run(flavour: Flavour, kernel_src: Option<&Path>, config_only: bool) -> Re
     Ok(())
 }
 
-/// Prepares the source, applies the series, configures and (unless
-/// `config_only`) builds; returns the bzImage path when built.
+/// The bzImage, unless `config_only`.
 pub fn build(
     cache: &Cache,
     flavour: Flavour,
@@ -74,7 +70,7 @@ pub fn build(
     compile(cache, &tree, &build_dir, flavour).map(Some)
 }
 
-/// The kernel to boot: `kernel_image` if given, else a freshly built one.
+/// `kernel_image` if given, else a freshly built one.
 pub fn image(
     cache: &Cache,
     flavour: Flavour,
@@ -96,16 +92,14 @@ pub fn image(
     }
 }
 
-/// The cached kernel tree and the tools that build it: what every make of
-/// the kernel takes.
+/// What every make of the kernel takes.
 pub struct Tree {
     tools: Toolchain,
     pub source: KernelSource,
 }
 
 impl Tree {
-    /// The tools, with the Debian packages `extra`, and the tree of
-    /// `kernel_src` (Debian's without one, and its package).
+    /// With the Debian packages `extra`; Debian's tree without `kernel_src`.
     fn prepare(cache: &Cache, kernel_src: Option<&Path>, extra: &[&str]) -> Result<Self> {
         let debian = kernel_src
             .is_none()
@@ -117,7 +111,7 @@ impl Tree {
     }
 }
 
-/// `make -C src O=build LLVM=1 ARGS...` of `tree`.
+/// `make -C src O=build LLVM=1`.
 fn make(tree: &Tree, build_dir: &Path) -> Command {
     let mut cmd = Command::new("make");
     tree.tools.apply(&mut cmd);
@@ -127,7 +121,6 @@ fn make(tree: &Tree, build_dir: &Path) -> Command {
     cmd
 }
 
-/// `make TARGET` (see [`make`]) in `dir`, logged to `log`.
 fn make_target(tree: &Tree, dir: &Path, target: &str, log: &Path) -> Result<()> {
     let label = format!("make {target}");
     run_logged(make(tree, dir).arg(target), log, &label, &|_| false)
@@ -176,7 +169,7 @@ fn configure(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> 
     Ok(())
 }
 
-/// The configuration fragments of `flavour`, on top of `tinyconfig`.
+/// On top of `tinyconfig`.
 fn fragments(flavour: Flavour) -> Vec<PathBuf> {
     let root = repo_root();
     vec![
@@ -185,9 +178,8 @@ fn fragments(flavour: Flavour) -> Vec<PathBuf> {
     ]
 }
 
-/// Exports the UAPI headers of the debug kernel's tree (`make headers`),
-/// as the kselftests build against them; returns their directory and the
-/// tree's.
+/// `make headers` of the debug kernel, for the kselftests: the headers'
+/// directory and the tree's.
 pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let tree = Tree::prepare(cache, kernel_src, &[])?;
     let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
@@ -196,7 +188,6 @@ pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<(PathB
     Ok((build_dir.join("usr/include"), tree.source.dir))
 }
 
-/// Whether a build configures LITE in or leaves it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lite {
     Enabled,
@@ -212,8 +203,7 @@ impl fmt::Display for Lite {
     }
 }
 
-/// The files of LITE in the tree, by which its diagnostics are told from
-/// the kernel's.
+/// By which LITE's diagnostics are told from the kernel's.
 const LITE_PATHS: [&str; 7] = [
     "ulp/lite/",
     "kernel/lite_syscalls.c",
@@ -224,7 +214,7 @@ const LITE_PATHS: [&str; 7] = [
     "driver-api/lite.rst",
 ];
 
-/// The packages the slow checks need beyond the build's.
+/// Beyond the build's.
 const SLOW_CHECK_PACKAGES: [&str; 4] = [
     "sparse",
     "python3-sphinx",
@@ -232,9 +222,8 @@ const SLOW_CHECK_PACKAGES: [&str; 4] = [
     "python3-yaml",
 ];
 
-/// Whether a line of a build log is a diagnostic about one of LITE's
-/// files: a C compiler's, sparse's or Sphinx's `FILE:LINE: warning: ...`,
-/// or the `--> FILE:LINE` that locates a Rust compiler's or clippy's.
+/// A C compiler's, sparse's or Sphinx's `FILE:LINE: warning: ...`, or the
+/// `--> FILE:LINE` of a Rust compiler's or clippy's, about LITE's files.
 fn is_lite_diagnostic(line: &str) -> bool {
     // Every `rust_helper_*` of rust/helpers/ is declared by no header, as
     // bindgen reads them from the C files: sparse says so for the kernel's
@@ -250,9 +239,8 @@ fn is_lite_diagnostic(line: &str) -> bool {
             || line.trim_start().starts_with("--> "))
 }
 
-/// Kbuild's command compiling a Rust object, turned into rustdoc's
-/// documenting it into `output`: the compiler replaced, the outputs of a
-/// compilation dropped, private items documented.
+/// Kbuild's command compiling a Rust object as rustdoc's, private items
+/// included.
 fn rustdoc_command(compile: &str, output: &Path) -> Result<String> {
     let mut words = Vec::new();
     let mut compiler_seen = false;
@@ -292,8 +280,6 @@ pub struct StageBuild {
 }
 
 impl StageBuild {
-    /// Prepares the tools (with those of the slow checks) and the cached
-    /// tree; the log starts empty.
     pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<Self> {
         let tree = Tree::prepare(cache, kernel_src, &SLOW_CHECK_PACKAGES)?;
         let build_dir = cache.build(&Flavour::Debug.to_string(), &tree.source.version);
@@ -323,21 +309,20 @@ impl StageBuild {
         Ok(())
     }
 
-    /// Configures and builds the tree as it is, with LITE as `lite` says.
     pub fn build(&self, lite: Lite) -> Result<()> {
         self.configure(lite)?;
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
         self.make_checked(&[&format!("-j{jobs}"), "bzImage", "modules"])
     }
 
-    /// Compiles LITE's Rust with clippy (the whole series applied, LITE enabled).
+    /// The whole series applied.
     pub fn clippy(&self) -> Result<()> {
         self.configure(Lite::Enabled)?;
         self.make_checked(&["CLIPPY=1", "drivers/infiniband/ulp/lite/"])
     }
 
-    /// Runs sparse on LITE's C files, those of the module and those in the
-    /// kernel image (the whole series applied, LITE enabled).
+    /// On LITE's C files, those of the module and those in the kernel
+    /// image (the whole series applied).
     pub fn sparse(&self) -> Result<()> {
         self.configure(Lite::Enabled)?;
         self.make_checked(&[
@@ -348,15 +333,13 @@ impl StageBuild {
         ])
     }
 
-    /// Builds the HTML documentation of the directories holding LITE's pages.
+    /// Of the directories holding LITE's pages.
     pub fn htmldocs(&self) -> Result<()> {
         self.make_checked(&["SPHINXDIRS=userspace-api driver-api", "htmldocs"])
     }
 
-    /// Documents LITE's crate with rustdoc, private items included, as Kbuild
-    /// compiled it last (Kbuild's `rustdoc` target covers only the kernel's
-    /// own crates): the compiler's command from the object's `.cmd` file,
-    /// run as rustdoc. Fails on any warning about LITE's files.
+    /// The compiler's command from the object's `.cmd` file, as rustdoc:
+    /// Kbuild's `rustdoc` target covers only the kernel's own crates.
     pub fn rustdoc(&self) -> Result<()> {
         let cmd_file = self
             .build_dir
@@ -378,15 +361,13 @@ impl StageBuild {
         self.run_checked(&mut sh, "rustdoc lite_main.rs")
     }
 
-    /// Runs make with `args` (see [`StageBuild::run_checked`]).
     fn make_checked(&self, args: &[&str]) -> Result<()> {
         let mut make = make(&self.tree, &self.build_dir);
         make.args(args);
         self.run_checked(&mut make, &format!("make {}", args.join(" ")))
     }
 
-    /// Runs `command`, logged as `label`; fails if it does, or if it
-    /// reported anything about LITE's files.
+    /// Fails if `command` does, or if it reported anything about LITE's files.
     fn run_checked(&self, command: &mut Command, label: &str) -> Result<()> {
         let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         let made = run_logged(command, &self.log, label, &|l| is_progress_line(l));
@@ -442,10 +423,9 @@ impl StageBuild {
     }
 }
 
-/// Generates the configuration of `fragments` on `tinyconfig` in
-/// `scratch`, and makes it `build_dir`'s `.config` (completed by
-/// `olddefconfig`) unless that is the same already, as rewriting `.config`
-/// makes Kbuild rebuild a lot; whether it was written.
+/// Generates the configuration in `scratch` and copies it to `build_dir`
+/// unless the same already, as rewriting `.config` makes Kbuild rebuild a
+/// lot; whether it was written.
 fn regenerate_config(
     tree: &Tree,
     scratch: &Path,
@@ -465,8 +445,7 @@ fn regenerate_config(
     Ok(true)
 }
 
-/// Merges `fragments` onto `dir/.config` and completes it with
-/// `olddefconfig`, logging to `log`.
+/// Completed with `olddefconfig`.
 fn merge_onto(tree: &Tree, dir: &Path, fragments: &[PathBuf], log: &Path) -> Result<()> {
     let merge_config = tree.source.dir.join("scripts/kconfig/merge_config.sh");
     let mut merge = Command::new(merge_config);
@@ -482,7 +461,6 @@ fn merge_onto(tree: &Tree, dir: &Path, fragments: &[PathBuf], log: &Path) -> Res
 
 /// Debian's kernel configurations for 6.12, one xz file per flavour.
 const DISTRIBUTION_CONFIG_PACKAGE: &str = "linux-config-6.12";
-/// Debian's configuration for amd64 machines.
 const DISTRIBUTION_CONFIG: &str = "/usr/src/linux-config-6.12/config.amd64_none_amd64.xz";
 
 /// Checks that a distribution's configuration accepts LITE as a module:
@@ -517,7 +495,6 @@ pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Re
     Ok(())
 }
 
-/// Text that changes whenever the configuration must be regenerated.
 fn config_stamp(source: &KernelSource, fragments: &[PathBuf]) -> Result<String> {
     let mut stamp = format!("version {}\n", source.version);
     for fragment in fragments {
@@ -548,8 +525,6 @@ fn config_stamp(source: &KernelSource, fragments: &[PathBuf]) -> Result<String> 
     Ok(stamp)
 }
 
-/// The lines of `fragments` that the configuration at `config` does not
-/// satisfy (see [`unmet_options`]), each naming its fragment.
 fn unmet_fragments(fragments: &[PathBuf], config: &Path) -> Result<Vec<String>> {
     let config = fsutil::read_to_string(config)?;
     let mut unmet = Vec::new();
@@ -565,7 +540,6 @@ fn unmet_fragments(fragments: &[PathBuf], config: &Path) -> Result<Vec<String>> 
     Ok(unmet)
 }
 
-/// Fragment lines (`CONFIG_X=v`, `# CONFIG_X is not set`) that `.config` does not satisfy.
 fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
     let mut unmet = Vec::new();
     for line in fragment.lines().map(str::trim) {
@@ -592,22 +566,18 @@ fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
     unmet
 }
 
-/// The modules of the kernel `image` as a cpio archive to append to the
-/// guests' initrd, if the kernel has modules (see [`compile`]).
+/// A cpio archive to append to the guests' initrd.
 pub fn modules_archive(image: &Path) -> Option<PathBuf> {
     let archive = modules_archive_path(image);
     archive.is_file().then_some(archive)
 }
 
-/// Where the modules of the kernel `image` are packed: beside it.
 fn modules_archive_path(image: &Path) -> PathBuf {
     let mut name = image.as_os_str().to_owned();
     name.push(".modules.cpio");
     PathBuf::from(name)
 }
 
-/// `make bzImage` (and `modules` when the configuration has modules),
-/// logged, with a progress line every 20 s.
 fn compile(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Result<PathBuf> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
     let log = cache.logs().join(format!("kernel-{flavour}.log"));
@@ -642,10 +612,8 @@ fn compile(cache: &Cache, tree: &Tree, build_dir: &Path, flavour: Flavour) -> Re
     Ok(bzimage)
 }
 
-/// Installs the built modules, and the example module built against them,
-/// into a staging tree and packs its regular files, with their
-/// directories, as `/usr/lib/modules/<release>/` (the guests' `/lib` links
-/// to `usr/lib`; the `build` link is left out).
+/// With the out-of-tree ones, as `/usr/lib/modules/<release>/` (the
+/// guests' `/lib` links to `usr/lib`; the `build` link is left out).
 fn pack_modules(tree: &Tree, build_dir: &Path, archive: &Path, log: &Path) -> Result<()> {
     let staging = build_dir.join("modules-staging");
     fsutil::remove_dir_all_if_exists(&staging)?;
@@ -673,19 +641,14 @@ fn pack_modules(tree: &Tree, build_dir: &Path, archive: &Path, log: &Path) -> Re
     fsutil::write(archive, newc::archive(&entries))
 }
 
-/// The out-of-tree kernel module that uses LITE's kernel API, in the repository.
+/// Uses LITE's kernel API.
 pub const EXAMPLE_MODULE_DIR: &str = "userspace/examples/kernel-module";
-
-/// The module `lite-bench` times kernel message round trips with.
+/// `lite-bench` times kernel message round trips with it.
 const KMSG_BENCH_MODULE_DIR: &str = "userspace/kernel-bench";
-
-/// The out-of-tree modules the guests get beside the kernel's own.
 const OUT_OF_TREE_MODULES: [&str; 2] = [EXAMPLE_MODULE_DIR, KMSG_BENCH_MODULE_DIR];
 
-/// Builds the module in `dir` as a user builds an out-of-tree module
-/// (`make M=`), against this build's `Module.symvers`, from a copy in the
-/// build directory (Kbuild writes its objects beside the sources), and
-/// installs it with `install_path` beside the kernel's modules.
+/// As a user does (`make M=`), from a copy in the build directory, since
+/// Kbuild writes its objects beside the sources.
 fn build_out_of_tree_module(
     dir: &str,
     tree: &Tree,
@@ -728,8 +691,7 @@ fn is_progress_line(line: &str) -> bool {
         && line.split_whitespace().count() >= 2
 }
 
-/// The last `max` lines that are not progress or directory chatter: the
-/// compiler errors and warnings that explain a failure.
+/// The last `max` lines that are not progress or directory chatter.
 fn relevant_lines(log: &str, max: usize) -> Vec<&str> {
     let lines: Vec<&str> = log
         .lines()
@@ -798,27 +760,22 @@ mod tests {
     }
 
     #[test]
-    fn recognises_kbuild_progress_lines() {
-        assert!(is_progress_line("  CC      mm/vmalloc.o"));
-        assert!(is_progress_line("  RUSTC L rust/core.o"));
-        assert!(is_progress_line("  LD      vmlinux.o"));
-        assert!(!is_progress_line("mm/vmalloc.c:12:3: error: foo"));
-        assert!(!is_progress_line("   |     ^^^ not found"));
-        assert!(!is_progress_line("  "));
-    }
-
-    #[test]
     fn keeps_errors_not_progress() {
         let log = "  CC      a.o\nerror[E0425]: cannot find value `x`\n  --> lite.rs:3:5\n\
-                   make[2]: Entering directory '/b'\n  CC      b.o\nmake: *** [Makefile] Error 2\n";
+                   make[2]: Entering directory '/b'\n  RUSTC L rust/core.o\n  LD      vmlinux.o\n\
+                   mm/vmalloc.c:12:3: error: foo\n   |     ^^^ not found\n\
+                   make: *** [Makefile] Error 2\n";
         assert_eq!(
             relevant_lines(log, 40),
             [
                 "error[E0425]: cannot find value `x`",
                 "  --> lite.rs:3:5",
+                "mm/vmalloc.c:12:3: error: foo",
+                "   |     ^^^ not found",
                 "make: *** [Makefile] Error 2"
             ]
         );
         assert_eq!(relevant_lines(log, 1), ["make: *** [Makefile] Error 2"]);
+        assert!(!is_progress_line("  "));
     }
 }

@@ -24,30 +24,23 @@
 use crate::logscan::strip_timestamp;
 use crate::tap::with_diagnostics;
 
-/// Line the guest prints before kmemleak's report.
 pub const BEGIN_MARKER: &str = "LITE-KMEMLEAK-BEGIN";
-
-/// Start of the line the guest prints after it: `LITE-KMEMLEAK-END rc=N`,
-/// N 0 when both scans and the read succeeded.
+/// `LITE-KMEMLEAK-END rc=N`, N 0 when both scans and the read succeeded.
 pub const END_MARKER: &str = "LITE-KMEMLEAK-END rc=";
-
-/// First line of each leak in kmemleak's report.
 const LEAK_START: &str = "unreferenced object ";
-
-/// Most lines of one leak quoted in a problem or a warning.
+/// Of one leak, in a problem or a warning.
 const QUOTED_LINES: usize = 24;
-
-/// Most leaks quoted in full; the others are counted.
+/// Quoted in full; the others are counted.
 const QUOTED_LEAKS: usize = 3;
 
-/// One leak: the lines of its report, without indentation changes.
+/// The lines of its report, without indentation changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leak {
     pub lines: Vec<String>,
 }
 
 impl Leak {
-    /// The first line: address and size of the object.
+    /// Address and size of the object.
     pub fn headline(&self) -> &str {
         self.lines.first().map_or("", |l| l.trim())
     }
@@ -60,7 +53,7 @@ impl Leak {
         })
     }
 
-    /// The symbols of the backtrace (`name+0xOFF/0xSIZE [module]`), in order.
+    /// `name+0xOFF/0xSIZE [module]`, in order.
     pub fn frames(&self) -> Vec<&str> {
         let Some(start) = self
             .lines
@@ -78,17 +71,15 @@ impl Leak {
             .collect()
     }
 
-    /// Whether LITE is to blame (see [`involves_lite`]).
     pub fn involves_lite(&self) -> bool {
         involves_lite(self.comm(), &self.frames())
     }
 }
 
-/// Whether an object allocated by task `comm` with backtrace `frames`
-/// involves LITE: a frame is LITE's code ([`is_lite_frame`]), or the task
-/// is one of LITE's threads (`lite_cm`, `lite_poll`, `lite_io`, …) or test
-/// programs (`lite-cluster-test`, …), whose allocations come from LITE's
-/// system calls even where inlining hid LITE's frames.
+/// A frame is LITE's code, or task `comm` is one of LITE's threads
+/// (`lite_cm`, `lite_io`, …) or test programs (`lite-cluster-test`, …),
+/// whose allocations come from LITE's system calls even where inlining hid
+/// LITE's frames.
 pub fn involves_lite(comm: Option<&str>, frames: &[&str]) -> bool {
     comm.is_some_and(|c| c.starts_with("lite_") || c.starts_with("lite-"))
         || frames.iter().any(|f| is_lite_frame(f))
@@ -120,7 +111,6 @@ pub fn is_lite_frame(frame: &str) -> bool {
         || symbol.contains("sys_lite_")
 }
 
-/// What the last kmemleak block of a log says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scan {
     /// No [`BEGIN_MARKER`]: the scan never ran.
@@ -133,7 +123,7 @@ pub enum Scan {
     Done(Vec<Leak>),
 }
 
-/// Reads the last kmemleak block of a console log.
+/// The last kmemleak block of a console log.
 pub fn scan(log: &str) -> Scan {
     let lines: Vec<&str> = log.lines().collect();
     let Some(begin) = lines
@@ -179,17 +169,14 @@ fn leaks(report: &[&str]) -> Vec<Leak> {
     leaks
 }
 
-/// What is wrong with a node's kmemleak scan (each a failure) and what is
-/// only worth a warning.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Findings {
     pub problems: Vec<String>,
     pub warnings: Vec<String>,
 }
 
-/// Checks the kmemleak block of a node's log: a scan that did not run or
-/// failed, or any leak involving LITE, is a problem; other leaks are
-/// warnings.
+/// A scan that did not run or failed, or any leak involving LITE, is a
+/// problem; other leaks are warnings.
 pub fn check(log: &str) -> Findings {
     let mut findings = Findings::default();
     match scan(log) {
@@ -223,8 +210,7 @@ pub fn check(log: &str) -> Findings {
     findings
 }
 
-/// `what`, the number of leaks, the first [`QUOTED_LEAKS`] in full (at
-/// most [`QUOTED_LINES`] lines each) and the headlines of the others.
+/// The first [`QUOTED_LEAKS`] in full, the headlines of the others.
 fn describe(leaks: &[Leak], what: &str) -> String {
     let quoted = leaks
         .iter()
@@ -250,7 +236,6 @@ mod tests {
         )
     }
 
-    /// A leak of LITE's Rust code on the system call path.
     fn lite_rust_leak() -> String {
         leak("lite-cluster-te", &[
             "__kmalloc_cache_noprof+0x2f8/0x3b0",
@@ -263,7 +248,6 @@ mod tests {
         ])
     }
 
-    /// A leak elsewhere in the kernel, at boot.
     fn other_leak() -> String {
         let frames = [
             "__kmalloc_cache_noprof+0x2f8/0x3b0",
@@ -277,15 +261,6 @@ mod tests {
             "ok 14 - resources within bound: pool_bytes 4194304 -> 4194304\n\
              {BEGIN_MARKER}\n{report}{END_MARKER}{status}\nLITE-GUEST-EXIT rc=0\n"
         )
-    }
-
-    #[test]
-    fn a_clean_last_scan_passes() {
-        assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
-        assert_eq!(check(&block("", 0)), Findings::default());
-        // The last block counts.
-        let log = format!("{}{}", block(&lite_rust_leak(), 1), block("", 0));
-        assert_eq!(scan(&log), Scan::Done(Vec::new()));
     }
 
     #[test]
@@ -325,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn recognises_lites_symbols_only() {
+    fn recognises_lites_symbols_only_in_either_frame_style() {
         for frame in [
             "_RNvMNtNtCsesOCXVHmCIi_4lite8internal6memoryNtB2_6Memory5alloc+0x1d2/0x8c0",
             // Kernel generics instantiated for LITE's types name crate lite last.
@@ -360,10 +335,7 @@ mod tests {
         assert!(involves_lite(Some("lite-fuzz"), &[]));
         assert!(!involves_lite(Some("kworker/0:1"), &["kthread+0x1/0x2"]));
         assert!(!involves_lite(Some("satellite"), &[]));
-    }
-
-    #[test]
-    fn old_style_frames_are_read_too() {
+        // Kernels before 6.7 print frames after their address.
         let report = "unreferenced object 0xffff888003c4d2c0 (size 64):\n  \
                       comm \"kworker/1:1\", pid 50, jiffies 4294892297\n  backtrace:\n    \
                       [<ffffffff81234567>] kmalloc_trace+0x25/0x90\n    \
@@ -377,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_messages_inside_the_block_are_skipped() {
+    fn a_scan_passes_only_when_clean_finished_and_last_skipping_kernel_messages() {
         // Printed by the kernel while the report was read, with or without
         // a timestamp, one of them after the last frame.
         let log = format!(
@@ -388,10 +360,12 @@ mod tests {
         let findings = check(&log);
         assert!(findings.problems.is_empty(), "{findings:?}");
         assert_eq!(findings.warnings.len(), 1);
-    }
-
-    #[test]
-    fn a_scan_that_did_not_run_or_failed_fails() {
+        // A clean last scan passes; one that did not run or failed fails.
+        assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
+        assert_eq!(check(&block("", 0)), Findings::default());
+        // The last block counts.
+        let log = format!("{}{}", block(&lite_rust_leak(), 1), block("", 0));
+        assert_eq!(scan(&log), Scan::Done(Vec::new()));
         let missing = check("LITE-GUEST-PROGRAM lite-resources\nok 1 - x\nLITE-GUEST-EXIT rc=0\n");
         assert_eq!(missing.problems.len(), 1);
         assert!(missing.problems[0].contains("did not run"));

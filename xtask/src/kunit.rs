@@ -21,14 +21,11 @@
 use crate::logscan::strip_timestamp;
 use crate::tap::{self, Outcome};
 
-/// One test case.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Case {
-    /// Case name.
     pub name: String,
-    /// Its result.
     pub outcome: Outcome,
-    /// Lines KUnit printed for the case before its result (failure messages).
+    /// Lines KUnit printed before its result (failure messages).
     pub diagnostics: Vec<String>,
 }
 
@@ -41,23 +38,21 @@ pub struct Totals {
     pub total: u64,
 }
 
-/// One suite.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Suite {
-    /// Suite name (from `# Subtest:` or its result line).
+    /// From `# Subtest:` or its result line.
     pub name: String,
-    /// Cases in order.
     pub cases: Vec<Case>,
-    /// The `1..N` plan, if printed.
+    /// `1..N`.
     pub planned: Option<usize>,
-    /// The suite's own result line, if it got that far.
+    /// If it got that far.
     pub result: Option<Outcome>,
-    /// The suite's `# Totals:` line (counts parameters individually).
+    /// Counts parameters individually.
     pub totals: Option<Totals>,
 }
 
 impl Suite {
-    /// Cases the plan announced but that never reported (the kernel died?).
+    /// Planned cases that never reported (the kernel died?).
     pub fn missing(&self) -> usize {
         self.planned.unwrap_or(0).saturating_sub(self.cases.len())
     }
@@ -67,18 +62,16 @@ impl Suite {
     }
 }
 
-/// Everything KUnit reported in one log.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Suites in order.
     pub suites: Vec<Suite>,
 }
 
-/// Most diagnostic lines kept per case.
+/// Per case.
 const MAX_DIAGNOSTICS: usize = 30;
 
 impl Report {
-    /// Parses the KTAP in a console log; other kernel messages are ignored.
+    /// Other kernel messages are ignored.
     pub fn parse(log: &str) -> Self {
         let mut report = Report::default();
         // Index of the suite whose cases are being printed.
@@ -93,12 +86,12 @@ impl Report {
                 continue;
             }
             if depth == 0 {
-                if let Some((outcome, name)) = result_line(content) {
+                if let Some((outcome, _, name)) = tap::result_line(content, " ") {
                     // A new suite if it failed before printing any case.
                     let fits = |s: &Suite| s.name == name || s.name.is_empty();
                     let idx = report.open_or_new(open.take(), fits);
                     let suite = &mut report.suites[idx];
-                    suite.name = name;
+                    suite.name = name.to_string();
                     suite.result = Some(outcome);
                     pending.clear();
                 } else if let Some(totals) = totals_line(content) {
@@ -135,9 +128,9 @@ impl Report {
                     suite.totals = Some(totals);
                     continue;
                 }
-                if let Some((outcome, name)) = result_line(content) {
+                if let Some((outcome, _, name)) = tap::result_line(content, " ") {
                     suite.cases.push(Case {
-                        name,
+                        name: name.to_string(),
                         outcome,
                         diagnostics: std::mem::take(&mut pending),
                     });
@@ -152,7 +145,6 @@ impl Report {
         report
     }
 
-    /// Adds an empty suite; its index.
     fn new_suite(&mut self) -> usize {
         self.suites.push(Suite::default());
         self.suites.len() - 1
@@ -166,12 +158,11 @@ impl Report {
         }
     }
 
-    /// Passed cases over all suites.
     pub fn passed(&self) -> usize {
         self.suites.iter().map(|s| s.count(Outcome::Pass)).sum()
     }
 
-    /// Failed cases, counting cases that were planned but never reported.
+    /// With the planned cases that never reported.
     pub fn failed(&self) -> usize {
         self.suites
             .iter()
@@ -179,12 +170,10 @@ impl Report {
             .sum()
     }
 
-    /// Skipped cases.
     pub fn skipped(&self) -> usize {
         self.suites.iter().map(|s| s.count(Outcome::Skip)).sum()
     }
 
-    /// Every reason the run is not a success, one line (or block) each.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.suites.iter().all(|s| s.cases.is_empty()) {
@@ -215,7 +204,6 @@ impl Report {
         problems
     }
 
-    /// One summary line per suite.
     pub fn summary(&self) -> Vec<String> {
         self.suites
             .iter()
@@ -245,12 +233,6 @@ impl Report {
     }
 }
 
-/// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
-fn result_line(line: &str) -> Option<(Outcome, String)> {
-    let (outcome, _, name) = tap::result_line(line, " ")?;
-    Some((outcome, name.to_string()))
-}
-
 /// `# Totals: pass:P fail:F skip:S total:T`.
 fn totals_line(line: &str) -> Option<Totals> {
     let rest = line.strip_prefix("# Totals:")?;
@@ -273,7 +255,6 @@ fn totals_line(line: &str) -> Option<Totals> {
 mod tests {
     use super::*;
 
-    /// Passed, failed and skipped cases.
     fn counts(report: &Report) -> (usize, usize, usize) {
         (report.passed(), report.failed(), report.skipped())
     }
@@ -336,10 +317,7 @@ Run /init as init process
         assert!(problems[0].contains("kunit_tests.rs:153: decode(0x7fff).is_none()"));
         // Kernel noise is not a diagnostic.
         assert!(!problems[0].contains("crng"), "{}", problems[0]);
-    }
-
-    #[test]
-    fn all_passing_run_has_no_problems() {
+        // A run where all passed.
         let log = "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: lite_a\n    1..1\n\
                    \x20   ok 1 lite_test_x\nok 1 lite_a\n";
         let report = Report::parse(log);

@@ -1,15 +1,8 @@
-//! The nestings of LITE's locks that lockdep saw, checked against the lock
-//! order the kernel code states.
-//!
-//! The debug kernel's guests print, as they end, each direct dependency
-//! between two of LITE's lock classes that `/proc/lockdep` lists, as
-//! `LITE-LOCKDEP lite:A -> lite:B`. The lock order in
-//! [`LOCK_ORDER_SOURCE`] lists every nesting as a line
-//! ``//! - `lite:A` → `lite:B` ``, leaving out the wait queues of condition
-//! variables (`new_condvar!`), each taken under the mutex it is used with.
-//! A run fails when lockdep saw a nesting that the list lacks (the list is
-//! not true), or when the list has one that no guest of the run reached
-//! (it is not tested).
+//! The nestings of LITE's locks that lockdep saw (`LITE-LOCKDEP lite:A ->
+//! lite:B` from each guest), against the lock order (README,
+//! "Architecture"): a line ``//! - `lite:A` → `lite:B` `` per nesting,
+//! leaving out the wait queues of condition variables (`new_condvar!`),
+//! each taken under the mutex it is used with.
 //!
 //! LITE-DSM, a unit on top of LITE's API, has locks of its own
 //! (`lite_dsm:`), whose nestings [`DSM_LOCK_ORDER_SOURCE`] lists the same
@@ -21,23 +14,20 @@ use std::collections::BTreeSet;
 
 use crate::logscan::strip_timestamp;
 
-/// The file whose `# Lock order` section lists the nestings.
+/// Their `# Lock order` sections list the nestings, LITE's and LITE-DSM's.
 pub const LOCK_ORDER_SOURCE: &str = "rust-lite/internal/core/mod.rs";
-
-/// The file that lists the nestings of LITE-DSM's locks.
 pub const DSM_LOCK_ORDER_SOURCE: &str = "rust-lite/dsm/mod.rs";
 
 /// Class prefixes of LITE's locks and of LITE-DSM's.
 const LITE_PREFIX: &str = "lite:";
 const DSM_PREFIX: &str = "lite_dsm:";
 
-/// Start of each nesting line a guest prints.
 pub const EDGE_TAG: &str = "LITE-LOCKDEP ";
 
-/// A nesting: the outer lock's class, then the inner one's.
+/// The outer lock's class, then the inner one's.
 pub type Nesting = (String, String);
 
-/// The nestings of LITE's locks in a guest's console log.
+/// In a guest's console log.
 pub fn seen(log: &str) -> BTreeSet<Nesting> {
     log.lines()
         .filter_map(|line| strip_timestamp(line).strip_prefix(EDGE_TAG))
@@ -48,7 +38,6 @@ pub fn seen(log: &str) -> BTreeSet<Nesting> {
         .collect()
 }
 
-/// The nestings the lock order lists in `source`.
 pub fn documented(source: &str) -> BTreeSet<Nesting> {
     source
         .lines()
@@ -61,8 +50,7 @@ pub fn documented(source: &str) -> BTreeSet<Nesting> {
         .collect()
 }
 
-/// The lock classes of condition variables in the kernel sources: the
-/// class names given to `new_condvar!`.
+/// The class names given to `new_condvar!`.
 pub fn condvar_classes<'a>(sources: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
     sources
         .into_iter()
@@ -74,9 +62,8 @@ pub fn condvar_classes<'a>(sources: impl IntoIterator<Item = &'a str>) -> BTreeS
         .collect()
 }
 
-/// What is wrong with the stated order, given what the guests saw (but for
-/// nestings that involve a condition variable's class in `condvars`): one
-/// line per nesting seen but not listed, or listed but never seen.
+/// Each nesting seen but not listed, or listed but never seen, but for
+/// those that involve a condition variable's class in `condvars`.
 pub fn problems(
     documented: &BTreeSet<Nesting>,
     seen: &BTreeSet<Nesting>,
@@ -126,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn guest_lines_give_nestings_of_lites_classes() {
+    fn guest_lines_and_the_lock_order_give_nestings_of_lites_classes() {
         let log = "[   12.5] LITE-LOCKDEP lite:names -> lite:lmr_users\n\
                    LITE-LOCKDEP lite:async_phase#2 -> lite:reply_slots\n\
                    LITE-LOCKDEP lite:port -> &rxe->pending_lock\n\
@@ -137,10 +124,7 @@ mod tests {
             nesting("lite:async_phase", "lite:reply_slots"),
         ]);
         assert_eq!(seen(log), expected);
-    }
-
-    #[test]
-    fn the_kernels_lock_order_lists_its_nestings() {
+        // The kernel's lock order lists its nestings.
         let source = std::fs::read_to_string(crate::paths::repo_root().join(LOCK_ORDER_SOURCE))
             .expect("the lock order's source");
         let listed = documented(&source);
@@ -188,13 +172,7 @@ mod tests {
             "lite_dsm:pages, which the lock order in {DSM_LOCK_ORDER_SOURCE}"
         )));
         let guest = "LITE-LOCKDEP lite_dsm:open -> lite_dsm:state\n";
-        assert_eq!(
-            seen_in(guest),
-            BTreeSet::from([nesting("lite_dsm:open", "lite_dsm:state")])
-        );
-    }
-
-    fn seen_in(log: &str) -> BTreeSet<Nesting> {
-        super::seen(log)
+        let open = nesting("lite_dsm:open", "lite_dsm:state");
+        assert_eq!(super::seen(guest), BTreeSet::from([open]));
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::fsutil::LogFollower;
 
-/// Substrings that mean the kernel (or Rust code in it) went wrong.
+/// The kernel (or Rust code in it) went wrong.
 pub const CRASH_PATTERNS: &[&str] = &[
     "BUG:",
     "Oops",
@@ -24,24 +24,20 @@ pub const CRASH_PATTERNS: &[&str] = &[
     "discarded this node's requests",
 ];
 
-/// Marker the guest's `/init` prints last: `LITE-GUEST-EXIT rc=<code>`.
+/// What `/init` prints last.
 pub const EXIT_MARKER: &str = "LITE-GUEST-EXIT rc=";
-
-/// Lines of context reported with a crash.
 const CONTEXT_LINES: usize = 10;
 
-/// The first crash pattern found in a log.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Crash {
-    /// The pattern that matched.
     pub pattern: &'static str,
-    /// 1-based line number of the match.
+    /// From 1.
     pub line: usize,
     /// The matching line and the lines after it.
     pub context: Vec<String>,
 }
 
-/// Removes a printk timestamp (`[    1.234567] `) from a console line.
+/// `[    1.234567] `.
 pub fn strip_timestamp(line: &str) -> &str {
     let line = line.trim_end_matches('\r');
     if let Some(rest) = line.strip_prefix('[') {
@@ -55,7 +51,6 @@ pub fn strip_timestamp(line: &str) -> &str {
     line
 }
 
-/// The first line matching any of [`CRASH_PATTERNS`], with context.
 pub fn first_crash(log: &str) -> Option<Crash> {
     let lines: Vec<&str> = log.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -71,7 +66,7 @@ pub fn first_crash(log: &str) -> Option<Crash> {
     None
 }
 
-/// The exit code from the last `LITE-GUEST-EXIT rc=<code>` line, if any.
+/// From the last `LITE-GUEST-EXIT rc=<code>`.
 pub fn guest_exit(log: &str) -> Option<i32> {
     log.lines().rev().find_map(|line| {
         let (_, rest) = line.split_once(EXIT_MARKER)?;
@@ -83,7 +78,7 @@ pub fn guest_exit(log: &str) -> Option<i32> {
     })
 }
 
-/// Problems with one node's log: a crash, or no `LITE-GUEST-EXIT rc=0`.
+/// A crash, or no `LITE-GUEST-EXIT rc=0`.
 pub fn problems(log: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(crash) = first_crash(log) {
@@ -101,8 +96,7 @@ pub fn problems(log: &str) -> Vec<String> {
     problems
 }
 
-/// Follows a console log that is still being written and tells when a
-/// complete line containing a marker has appeared.
+/// Tells when a complete line with a marker appeared in a growing log.
 pub struct MarkerWatch {
     log: LogFollower,
     marker: String,
@@ -110,7 +104,7 @@ pub struct MarkerWatch {
 }
 
 impl MarkerWatch {
-    /// Watches `path` (which need not exist yet) for `marker`.
+    /// `path` need not exist yet.
     pub fn new(path: PathBuf, marker: &str) -> Self {
         Self {
             log: LogFollower::new(path),
@@ -119,21 +113,18 @@ impl MarkerWatch {
         }
     }
 
-    /// Like [`MarkerWatch::new`], for lines completed after this call only.
+    /// For lines completed after this call only.
     pub fn from_now_on(path: PathBuf, marker: &str) -> Self {
         let mut watch = Self::new(path, marker);
         watch.log.new_lines();
         watch
     }
 
-    /// The marker watched for.
     pub fn marker(&self) -> &str {
         &self.marker
     }
 
-    /// Reads the lines completed in the log since the last call; whether
-    /// the marker has appeared by now. A marker on a line not yet ended
-    /// counts once its line ends.
+    /// Whether the marker has appeared by now, on an ended line.
     pub fn poll(&mut self) -> bool {
         if !self.found {
             let lines = self.log.new_lines();
@@ -143,8 +134,7 @@ impl MarkerWatch {
     }
 }
 
-/// A console log as text; a missing log reads as empty (a scan then fails
-/// it, and it reports no exit).
+/// A missing log reads as empty (a scan then fails it: it reports no exit).
 pub fn read_log(path: &std::path::Path) -> String {
     std::fs::read(path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -161,14 +151,18 @@ mod tests {
         LITE-GUEST-EXIT rc=0\nreboot: Restarting system\n";
 
     #[test]
-    fn clean_log_passes_and_panic_option_does_not_match() {
+    fn a_clean_log_passes_and_a_missing_or_failed_exit_is_a_problem() {
+        // `panic=-1` on the command line is no panic.
         assert_eq!(first_crash(CLEAN), None);
         assert_eq!(guest_exit(CLEAN), Some(0));
         assert!(problems(CLEAN).is_empty());
+        assert_eq!(guest_exit("LITE-GUEST-EXIT rc=3\n"), Some(3));
+        assert!(problems("booting\n")[0].contains("never reported"));
+        assert!(problems("LITE-GUEST-EXIT rc=1\n")[0].contains("rc=1"));
     }
 
     #[test]
-    fn finds_the_first_crash_with_context() {
+    fn finds_the_first_crash_with_context_for_every_pattern() {
         let log = format!(
             "{CLEAN}[   12.5] BUG: KASAN: slab-use-after-free in lite_free+0x1/0x2\n\
              Read of size 8\nCall Trace:\n <TASK>\n"
@@ -181,23 +175,12 @@ mod tests {
         let p = problems(&log);
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("slab-use-after-free"), "{p:?}");
-    }
-
-    #[test]
-    fn every_pattern_is_detected() {
         for pattern in CRASH_PATTERNS {
             let log = format!("ok\nxx {pattern} yy\n");
             assert_eq!(first_crash(&log).map(|c| c.pattern), Some(*pattern));
         }
         let rust = "rust_kernel: panicked at drivers/infiniband/ulp/lite/lmr.rs:10:5:\n";
         assert!(first_crash(rust).is_some());
-    }
-
-    #[test]
-    fn missing_or_failed_exit_is_a_problem() {
-        assert_eq!(guest_exit("LITE-GUEST-EXIT rc=3\n"), Some(3));
-        assert!(problems("booting\n")[0].contains("never reported"));
-        assert!(problems("LITE-GUEST-EXIT rc=1\n")[0].contains("rc=1"));
     }
 
     #[test]

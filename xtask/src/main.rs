@@ -1,9 +1,4 @@
-//! `cargo xtask`: build, test and benchmark automation for LITE.
-//!
-//! LITE is shipped as a `git format-patch` series against Linux 6.12. This
-//! tool prepares a cached kernel tree, keeps the series applied to it,
-//! builds the kernel, packs a small initramfs and boots QEMU clusters to run
-//! the demo, the test suite and the benchmarks. Run `cargo xtask --help`.
+//! `cargo xtask`: build, test and benchmark automation for LITE (README).
 
 mod apply;
 mod architecture;
@@ -377,7 +372,7 @@ mod tests {
     }
 
     #[test]
-    fn everything_after_the_program_is_its_arguments() {
+    fn a_shell_or_a_program_with_everything_after_it_as_its_arguments() {
         let line = ["./p", "a b", "--x", "-y", "--nodes", "5"];
         let args: Vec<&str> = ["--nodes", "2", "--exec"].into_iter().chain(line).collect();
         assert_eq!(cluster(&args).expect("parses"), (2, exec(&line, 600)));
@@ -385,10 +380,7 @@ mod tests {
         let timed = parsed("--timeout 30 --exec ./p --shell");
         assert_eq!(timed, (3, exec(&["./p", "--shell"], 30)));
         assert_eq!(parsed("--exec /bin/p"), (3, exec(&["/bin/p"], 600)));
-    }
-
-    #[test]
-    fn a_shell_or_a_program_but_not_both_nor_neither() {
+        // A shell or a program, but not both nor neither.
         let shell = cluster(&["--nodes", "1", "--shell"]).expect("parses");
         assert_eq!(shell, (1, Session::Shell));
         for line in [

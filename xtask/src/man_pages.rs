@@ -10,18 +10,15 @@ use crate::fsutil;
 use crate::paths::repo_root;
 use crate::process;
 
-/// Where the pages live, relative to the repository root; `.so` links in
-/// them name pages relative to it.
+/// `.so` links in the pages name pages relative to it.
 const MAN_DIR: &str = "userspace/man";
 
-/// Formats every page with `groff -man -ww -z` (all warnings, no output)
-/// and fails if groff says anything about any of them. Returns how many
-/// pages were linted.
+/// `groff -man -ww -z` (all warnings, no output) on every page must be
+/// silent; how many pages.
 pub fn lint() -> Result<usize> {
     lint_dir(&repo_root().join(MAN_DIR))
 }
 
-/// [`lint`] on the pages in `dir/man*/`.
 fn lint_dir(dir: &Path) -> Result<usize> {
     let pages: Vec<_> = fsutil::walk_files(dir)?
         .into_iter()

@@ -16,22 +16,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Magic of a newc header.
 const MAGIC: &[u8] = b"070701";
-
-/// Bytes of a newc header.
 const HEADER_LEN: usize = 110;
-
-/// Name of the entry that ends an archive.
 const TRAILER: &str = "TRAILER!!!";
-
-/// File type bits of a directory (`S_IFDIR`).
+/// `S_IFDIR` and `S_IFREG`.
 pub const DIRECTORY: u32 = 0o040000;
-
-/// File type bits of a regular file (`S_IFREG`).
 pub const REGULAR_FILE: u32 = 0o100000;
 
-/// One member of an archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
     /// Path relative to the root, without a leading `/`.
@@ -42,9 +33,8 @@ pub struct Entry<'a> {
     pub data: &'a [u8],
 }
 
-/// The archive of `entries`, in their order, with its trailer. Parents
-/// must come before what they hold: the kernel creates no directory on its
-/// own.
+/// Parents must come before what they hold: the kernel creates no
+/// directory on its own.
 pub fn archive(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
@@ -58,7 +48,7 @@ pub fn archive(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
-/// Appends one entry: header, NUL-terminated path, data, each padded.
+/// Header, NUL-terminated path, data, each padded.
 fn push_entry(out: &mut Vec<u8>, inode: usize, mode: u32, links: u32, path: &str, data: &[u8]) {
     let fields = [
         inode,
@@ -88,9 +78,7 @@ fn push_entry(out: &mut Vec<u8>, inode: usize, mode: u32, links: u32, path: &str
     pad_to_4(out);
 }
 
-/// The entries of an archive of `files` (path relative to the root,
-/// contents), each of mode `file_mode`, after the directories that hold
-/// them, parents first: the kernel creates no directory on its own.
+/// After the directories that hold them, parents first.
 pub fn with_directories(files: &[(String, Vec<u8>)], file_mode: u32) -> Vec<Entry<'_>> {
     // A parent sorts before what it holds.
     let directories: BTreeSet<&str> = files
@@ -125,7 +113,6 @@ pub fn extend(base: &Path, initrd: &Path, archives: &[&[u8]]) -> Result<()> {
         .try_for_each(|archive| append(initrd, archive))
 }
 
-/// Appends `archive` to the initrd `initrd` as [`appended`] lays it out.
 fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
     let len = fs::metadata(initrd)
         .with_context(|| format!("cannot stat {}", initrd.display()))?
@@ -148,7 +135,6 @@ pub fn appended(base_len: u64, archive: &[u8]) -> Vec<u8> {
     suffix
 }
 
-/// Appends zeros up to the next multiple of 4 bytes.
 pub fn pad_to_4(out: &mut Vec<u8>) {
     out.resize(out.len().next_multiple_of(4), 0);
 }
@@ -240,10 +226,7 @@ mod tests {
         let inodes: Vec<usize> = entries[..8].iter().map(|e| e.fields[0]).collect();
         assert_eq!(inodes, [1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(entries[8].fields[6], 0, "the trailer holds nothing");
-    }
-
-    #[test]
-    fn every_length_of_path_and_data_is_padded() {
+        // Every length of path and data is padded.
         for len in 0..9 {
             let path = "p".repeat(len + 1);
             let data = vec![0xa5; len];

@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 
 use crate::fsutil;
 
-/// One `*.patch` file: its name and bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PatchFile {
     /// File name, e.g. `0001-rust-add-bindings.patch`.
@@ -17,7 +16,7 @@ pub struct PatchFile {
     pub bytes: Vec<u8>,
 }
 
-/// A series: the `*.patch` files of a directory, sorted by name.
+/// The `*.patch` files of a directory, sorted by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Series {
     /// The patches, in application order.
@@ -77,7 +76,7 @@ impl Series {
     }
 }
 
-/// Paths named by the `diff --git a/X b/Y` lines of a patch (both X and Y).
+/// Both X and Y of `diff --git a/X b/Y`.
 pub fn touched_files(patch: &str) -> BTreeSet<PathBuf> {
     let mut files = BTreeSet::new();
     for line in patch.lines() {
@@ -93,10 +92,8 @@ pub fn touched_files(patch: &str) -> BTreeSet<PathBuf> {
     files
 }
 
-/// How `actual` differs from `expected`, file by file, one line per
-/// differing file (e.g. `differs: 0002-x86.patch`): patches missing from
-/// `actual`, patches not in `expected`, then patches whose bytes differ;
-/// `expected_name` and `actual_name` name the two series.
+/// One line per differing file (e.g. `differs: 0002-x86.patch`): missing
+/// from `actual`, not in `expected`, then whose bytes differ.
 pub fn differences(
     expected: &Series,
     actual: &Series,

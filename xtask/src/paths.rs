@@ -16,13 +16,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-/// The repository root (the directory holding the workspace `Cargo.toml`).
 pub fn repo_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// The build cache directory and its layout.
 pub struct Cache {
     root: PathBuf,
 }

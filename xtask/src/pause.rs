@@ -14,34 +14,28 @@ use anyhow::{bail, Context, Result};
 
 use crate::{cluster, interrupt, ui};
 
-/// Something that can stop a VM and let it run again.
 pub trait Pausable {
-    /// Stops the VM; returns once it stands still.
+    /// Returns once the VM stands still.
     fn stop(&mut self) -> Result<()>;
-    /// Lets it run again.
     fn cont(&mut self) -> Result<()>;
 }
 
-/// How to pause a VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PausePlan {
-    /// Pauses in all.
     pub pauses: u32,
-    /// How long each pause lasts at least.
+    /// At least, each.
     pub length: Duration,
-    /// How long the VM runs between two pauses.
+    /// The VM runs between two pauses.
     pub gap: Duration,
 }
 
 impl PausePlan {
-    /// The least time the whole plan takes: every pause and every gap
-    /// between two of them.
+    /// The least time the whole plan takes.
     pub fn span(&self) -> Duration {
         self.length * self.pauses + self.gap * self.pauses.saturating_sub(1)
     }
 }
 
-/// How long each pause made lasted, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PauseLog {
     /// Each pause's length: from the VM standing still to `cont`.
@@ -49,8 +43,7 @@ pub struct PauseLog {
 }
 
 impl PauseLog {
-    /// Whether every pause of `plan` was made, each at least as long as
-    /// it says.
+    /// Every pause of `plan` made, each at least as long as it says.
     pub fn verdict(&self, plan: &PausePlan) -> Result<(), String> {
         let mut problems = Vec::new();
         if self.pauses.len() != plan.pauses as usize {
@@ -96,9 +89,8 @@ impl PauseLog {
     }
 }
 
-/// Pauses `vm` as `plan` says, noting each pause in `log`. A VM that was
-/// stopped is always told to run again, also when Ctrl-C ends the plan
-/// early. Fails at the first command that fails, or on Ctrl-C.
+/// A VM that was stopped is always told to run again, also when Ctrl-C
+/// ends the plan early.
 pub fn pause_repeatedly(vm: &mut dyn Pausable, plan: &PausePlan, log: &mut PauseLog) -> Result<()> {
     for made in 0..plan.pauses {
         if made > 0 {
@@ -125,16 +117,14 @@ pub fn pause_repeatedly(vm: &mut dyn Pausable, plan: &PausePlan, log: &mut Pause
 /// What the manager logged during the pauses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ManagerVerdict {
-    /// Its lines declaring a node dead.
     pub deaths: Vec<String>,
-    /// Its lines naming a silence longer than half its dead-after.
+    /// Silences longer than half its dead-after.
     pub late: usize,
-    /// Its lines suspecting a silent node (which a death would follow).
+    /// Which a death would follow.
     pub suspicions: usize,
 }
 
 impl ManagerVerdict {
-    /// Sorts the manager's `lines`.
     pub fn from_lines(lines: &[String]) -> Self {
         let mut verdict = ManagerVerdict::default();
         for line in lines {
@@ -149,7 +139,6 @@ impl ManagerVerdict {
         verdict
     }
 
-    /// Fails with the manager's verdicts if it declared any node dead.
     pub fn check(&self) -> Result<()> {
         if !self.deaths.is_empty() {
             bail!(
@@ -162,7 +151,6 @@ impl ManagerVerdict {
     }
 }
 
-/// The plan and its outcome in one line for the progress output.
 pub fn describe(plan: &PausePlan, log: &PauseLog) -> String {
     format!(
         "{} (planned {} of {} ms, {} ms apart; {} in all)",
@@ -252,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_stop_or_cont_ends_the_plan_with_what_was_made() {
+    fn a_failed_stop_or_cont_ends_the_plan_and_the_verdict_wants_every_pause_long_enough() {
         let (vm, log, result) = run(Some(2), None);
         assert_eq!(result, Err("pause 2 of 3: stop refused".to_string()));
         assert_eq!(log.pauses.len(), 1);
@@ -265,10 +253,7 @@ mod tests {
         assert!(err.starts_with("continuing after pause 1 of 3"), "{err}");
         assert!(log.pauses.is_empty());
         assert_eq!(log.summary(), "no pause");
-    }
-
-    #[test]
-    fn the_verdict_wants_every_pause_and_each_long_enough() {
+        // The verdict wants every pause, and each long enough.
         let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
         let log = PauseLog { pauses };
         let short = Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string());

@@ -48,13 +48,11 @@ pub const PACKAGES: &[&str] = &[
     "rsync",
 ];
 
-/// Debian package shipping `/usr/src/linux-source-6.12.tar.xz`.
 pub const KERNEL_SOURCE_PACKAGE: &str = "linux-source-6.12";
 
 /// Oldest bindgen the 6.12 kernel accepts (`scripts/min-tool-version.sh`).
 const MIN_BINDGEN: (u32, u32, u32) = (0, 65, 1);
 
-/// Tools found or installed by [`ensure`].
 pub struct Toolchain {
     /// `PATH` for kernel builds, with cargo's bin directory first so the
     /// cargo-installed bindgen wins over Debian's older one.
@@ -68,8 +66,7 @@ impl Toolchain {
     }
 }
 
-/// Makes sure every prerequisite is there, installing what is missing when
-/// we can (root with apt-get; cargo; rustup).
+/// Installs what is missing when we can (root with apt-get; cargo; rustup).
 pub fn ensure(cache: &Cache, extra_packages: &[&str]) -> Result<Toolchain> {
     let step = Step::start("checking prerequisites");
     let mut packages: Vec<&str> = PACKAGES.to_vec();
@@ -86,7 +83,7 @@ pub fn ensure(cache: &Cache, extra_packages: &[&str]) -> Result<Toolchain> {
     Ok(Toolchain { path })
 }
 
-/// Installs missing Debian packages, or explains how to when not root.
+/// Or explains how to install them when not root.
 pub fn ensure_packages(cache: &Cache, packages: &[&str]) -> Result<()> {
     let missing = missing_packages(packages)?;
     if missing.is_empty() {
@@ -136,7 +133,6 @@ pub fn ensure_packages(cache: &Cache, packages: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Packages of `packages` that dpkg does not report as installed.
 fn missing_packages(packages: &[&str]) -> Result<Vec<String>> {
     if which("dpkg-query").is_none() {
         bail!(
@@ -161,7 +157,6 @@ fn missing_packages(packages: &[&str]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Package names whose dpkg status is "install ok installed".
 fn installed_from_dpkg(output: &str) -> BTreeSet<String> {
     output
         .lines()
@@ -191,7 +186,7 @@ fn ensure_rust_src(cache: &Cache) -> Result<()> {
     Ok(())
 }
 
-/// Makes sure cargo's bin directory holds a bindgen the kernel accepts; returns that directory.
+/// Cargo's bin directory, holding a bindgen the kernel accepts.
 fn ensure_bindgen(cache: &Cache) -> Result<PathBuf> {
     let cargo_bin = cargo_home()?.join("bin");
     let bindgen = cargo_bin.join("bindgen");
@@ -227,7 +222,6 @@ fn cargo_home() -> Result<PathBuf> {
     }
 }
 
-/// Parses `bindgen 0.73.2` into `(0, 73, 2)`.
 fn parse_bindgen_version(text: &str) -> Option<(u32, u32, u32)> {
     let version = text.split_whitespace().nth(1)?;
     let mut parts = version.split(['.', '-', '+']);
@@ -237,7 +231,7 @@ fn parse_bindgen_version(text: &str) -> Option<(u32, u32, u32)> {
     Some((major, minor, patch))
 }
 
-/// Whether we run as root (effective uid 0), from `/proc/self/status`.
+/// Effective uid 0.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -249,7 +243,6 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The first executable called `name` on `PATH`.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

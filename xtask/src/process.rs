@@ -17,13 +17,12 @@ use anyhow::{bail, Context, Result};
 
 use crate::{fsutil, interrupt, ui};
 
-/// How often [`run_logged`] prints a progress line.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(20);
 
-/// How often waiting loops look at their children and at Ctrl-C.
+/// Of waiting loops, at their children and at Ctrl-C.
 pub const POLL: Duration = Duration::from_millis(200);
 
-/// Renders a command as a shell-like line for messages.
+/// A shell-like line for messages.
 pub fn describe(cmd: &Command) -> String {
     let mut line = cmd.get_program().to_string_lossy().into_owned();
     for arg in cmd.get_args() {
@@ -38,7 +37,7 @@ pub fn describe(cmd: &Command) -> String {
     line
 }
 
-/// Runs a command and returns its stdout; on failure the error includes stderr.
+/// On failure the error includes stderr.
 pub fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stdin(Stdio::null())
@@ -72,7 +71,6 @@ pub fn complaint(cmd: &mut Command) -> Result<Option<String>> {
     Ok((!out.status.success() || !said.is_empty()).then(|| said.to_string()))
 }
 
-/// Runs a command silently and reports whether it exited with status 0.
 pub fn succeeds(cmd: &mut Command) -> bool {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -82,8 +80,6 @@ pub fn succeeds(cmd: &mut Command) -> bool {
         .unwrap_or(false)
 }
 
-/// Runs a long command with all its output appended to `log`.
-///
 /// Every [`PROGRESS_EVERY`] a line `label: elapsed, last: …` is printed,
 /// where "last" is the most recent log line accepted by `interesting`.
 /// Ctrl-C kills the command. On failure the error names the log file.
@@ -149,13 +145,12 @@ pub fn run_logged(
     Ok(())
 }
 
-/// Kills a child (SIGKILL) and reaps it; errors are irrelevant during cleanup.
+/// Errors are irrelevant during cleanup.
 pub fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
 
-/// Kills the process group led by `child` (see [`run_logged`]) and reaps `child`.
 fn kill_group(child: &mut Child) {
     // std has no killpg; kill(1) with a negative pid is the portable way.
     let _ = Command::new("kill")
@@ -164,7 +159,7 @@ fn kill_group(child: &mut Child) {
     kill(child);
 }
 
-/// The `cargo` that started us (so the same toolchain is used), or `cargo`.
+/// The one that started us, so the same toolchain is used.
 pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }

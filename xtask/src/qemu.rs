@@ -19,49 +19,37 @@ use anyhow::{bail, Context, Result};
 
 use crate::{interrupt, logscan, process, ui};
 
-/// A virtual NIC on a tap device.
 pub struct Nic {
-    /// Tap interface name (in the VM's network namespace).
+    /// In the VM's network namespace.
     pub tap: String,
-    /// MAC address.
     pub mac: String,
 }
 
-/// Everything that describes one VM.
 pub struct VmSpec {
     /// Short name, e.g. `node1`.
     pub name: String,
-    /// Kernel image.
     pub kernel: PathBuf,
-    /// Initramfs image.
     pub initrd: PathBuf,
     /// Kernel command line.
     pub append: String,
-    /// Memory in MiB.
     pub memory_mib: u32,
-    /// Serial console log file.
     pub serial_log: PathBuf,
     /// Whether the serial console is also QEMU's standard input and output,
     /// for a user at the terminal; the log still gets what the guest writes.
     pub console_on_terminal: bool,
-    /// NICs, in the guest's order (`eth0`, `eth1`, ...); none for a VM
-    /// without a network.
+    /// In the guest's order (`eth0`, `eth1`, ...).
     pub nics: Vec<Nic>,
     /// Host CPU to pin the VM to.
     pub cpu: Option<usize>,
-    /// Unix socket on which QEMU serves QMP, if any; it never waits for a
-    /// client.
+    /// QEMU serves QMP there, never waiting for a client.
     pub qmp_socket: Option<PathBuf>,
 }
 
-/// Kernel parameters giving the guest a precise clock.
-///
-/// The guest kernel has no HPET or ACPI PM timer, so it can only calibrate
-/// its TSC against the PIT, which under a loaded TCG host often fails; it
-/// then falls back to jiffies, and every latency the guests measure
-/// (perftest's clock calibration, LITE's benchmarks) becomes meaningless.
-/// TCG's TSC runs at the host's TSC rate, so when the host knows that rate
-/// exactly, the guest is told it. Empty when the host's rate is unknown.
+/// A precise clock: the guest kernel has no HPET or ACPI PM timer, so it
+/// can only calibrate its TSC against the PIT, which under a loaded TCG
+/// host often fails; it then falls back to jiffies, and every latency the
+/// guests measure becomes meaningless. TCG's TSC runs at the host's rate,
+/// so when the host knows it exactly, the guest is told it.
 pub fn clock_params() -> Vec<String> {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -70,8 +58,7 @@ pub fn clock_params() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The host TSC rate in kHz from `/proc/cpuinfo`, if the kernel reports it
-/// as known and constant (`tsc_known_freq`, `constant_tsc`).
+/// If the kernel reports it as known and constant.
 fn host_tsc_khz(cpuinfo: &str) -> Option<u64> {
     let field = |name: &str| {
         cpuinfo.lines().find_map(|line| {
@@ -88,8 +75,7 @@ fn host_tsc_khz(cpuinfo: &str) -> Option<u64> {
     (mhz.is_finite() && mhz > 0.0).then(|| (mhz * 1000.0).round() as u64)
 }
 
-/// The MAC address of NIC `nic` (from 0) of node `i`:
-/// `52:54:00:12:<0x34 + nic>:<i>`, in hex.
+/// `52:54:00:12:<0x34 + nic>:<i>`, in hex, `nic` from 0.
 pub fn mac(i: usize, nic: usize) -> String {
     format!("52:54:00:12:{:02x}:{:02x}", (0x34 + nic) & 0xff, i & 0xff)
 }
@@ -103,7 +89,6 @@ pub fn mac(i: usize, nic: usize) -> String {
 /// do on hardware.
 const CPU: &str = "max,la57=off,erms=off,fsrm=off";
 
-/// The command starting the VM, inside `netns` when given.
 pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
     let mut argv: Vec<String> = Vec::new();
     let mut words = |line: &str| argv.extend(line.split(' ').map(String::from));
@@ -145,10 +130,8 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
     cmd
 }
 
-/// The QEMU arguments of `spec`'s serial console: its log file, or, for a
-/// console on the terminal, standard input and output logged to that file.
-/// There `signal=off` lets Ctrl-C reach the guest instead of stopping QEMU,
-/// and `mux=on` gives QEMU's escapes (Ctrl-a x stops the VM at once).
+/// On the terminal, `signal=off` lets Ctrl-C reach the guest instead of
+/// stopping QEMU, and `mux=on` gives QEMU's escapes (Ctrl-a x stops the VM).
 fn serial_console_args(spec: &VmSpec) -> Vec<String> {
     if !spec.console_on_terminal {
         return vec![
@@ -166,22 +149,18 @@ fn serial_console_args(spec: &VmSpec) -> Vec<String> {
     ]
 }
 
-/// A running VM; killed when dropped.
+/// Killed when dropped.
 pub struct Vm {
-    /// Short name, e.g. `node1`.
     pub name: String,
-    /// Serial console log file.
     pub serial_log: PathBuf,
-    /// Its QMP socket, if it has one.
     pub qmp_socket: Option<PathBuf>,
     child: Option<Child>,
-    /// Killed by [`Vm::kill_as_failure`].
     killed_as_failure: bool,
 }
 
 impl Vm {
-    /// Starts the VM; QEMU's own messages go to `qemu_log` (those on its
-    /// standard output to the terminal, for a console on the terminal).
+    /// QEMU's own messages go to `qemu_log` (or its standard output to the
+    /// terminal, for a console on the terminal).
     pub fn spawn(spec: &VmSpec, netns: Option<&str>, qemu_log: &Path) -> Result<Self> {
         // Start from an empty console log so scans never see an older run.
         File::create(&spec.serial_log)
@@ -207,7 +186,7 @@ impl Vm {
         })
     }
 
-    /// Whether QEMU has exited (reaping it if so).
+    /// Reaps QEMU if so.
     pub fn exited(&mut self) -> bool {
         match &mut self.child {
             Some(child) => !matches!(child.try_wait(), Ok(None)),
@@ -215,22 +194,19 @@ impl Vm {
         }
     }
 
-    /// Whether the guest reported `LITE-GUEST-EXIT rc=0` on its console.
+    /// `LITE-GUEST-EXIT rc=0`.
     pub fn succeeded(&self) -> bool {
         logscan::guest_exit(&logscan::read_log(&self.serial_log)) == Some(0)
     }
 
-    /// Kills QEMU if it still runs.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             process::kill(&mut child);
         }
     }
 
-    /// Kills QEMU with SIGKILL on purpose, as a test of what the other
-    /// nodes do when a machine dies without warning. [`wait_all`] then
-    /// counts the VM as done, not as failed. Returns false, killing
-    /// nothing, if QEMU had already exited by itself.
+    /// SIGKILL, as a machine dying without warning: [`wait_all`] counts the
+    /// VM as done, not failed. False if QEMU had already exited by itself.
     pub fn kill_as_failure(&mut self) -> bool {
         if self.exited() {
             return false;
@@ -238,11 +214,6 @@ impl Vm {
         self.kill();
         self.killed_as_failure = true;
         true
-    }
-
-    /// Whether [`Vm::kill_as_failure`] killed the VM.
-    pub fn killed_as_failure(&self) -> bool {
-        self.killed_as_failure
     }
 }
 
@@ -252,16 +223,12 @@ impl Drop for Vm {
     }
 }
 
-/// How long the other VMs may go on after one VM ended without
-/// `LITE-GUEST-EXIT rc=0` (it crashed or its role failed): its peers are
-/// likely to wait for it forever, so they are stopped after this grace
-/// period rather than at the overall timeout.
+/// After one VM ended without `LITE-GUEST-EXIT rc=0`, its peers likely
+/// wait for it forever: they are stopped after this, not the timeout.
 const FAILURE_GRACE: Duration = Duration::from_secs(180);
 
-/// Waits until every VM has exited, calling `tick` between polls (e.g. to
-/// stream logs). On timeout, Ctrl-C or an error from `tick` the VMs are
-/// killed and an error returned; see also [`FAILURE_GRACE`]. A VM killed with
-/// [`Vm::kill_as_failure`] has exited and is not judged by its console.
+/// Calls `tick` between polls (e.g. to stream logs). On timeout, Ctrl-C, an
+/// error from `tick` or after [`FAILURE_GRACE`] every VM is killed.
 pub fn wait_all(
     vms: &mut [Vm],
     timeout: Duration,
@@ -285,7 +252,7 @@ pub fn wait_all(
             if std::mem::replace(checked, true) {
                 continue;
             }
-            if failed_at.is_none() && !vm.killed_as_failure() && !vm.succeeded() {
+            if failed_at.is_none() && !vm.killed_as_failure && !vm.succeeded() {
                 ui::progress(&format!(
                     "{} ended without LITE-GUEST-EXIT rc=0; stopping the others in {}",
                     vm.name,
@@ -343,7 +310,7 @@ mod tests {
         };
         assert!(!vm.exited());
         assert!(vm.kill_as_failure());
-        assert!(vm.exited() && vm.killed_as_failure());
+        assert!(vm.exited() && vm.killed_as_failure);
         // Gone already: nothing left to kill.
         assert!(!vm.kill_as_failure());
         let mut vms = [vm];
@@ -391,10 +358,7 @@ mod tests {
         assert!(!line.contains("enable-kvm"), "{line}");
         assert!(!line.contains("stdio"), "{line}");
         assert_eq!(mac(10, 0), "52:54:00:12:34:0a");
-    }
-
-    #[test]
-    fn a_console_on_the_terminal_is_logged_too() {
+        // A console on the terminal is logged too.
         let spec = VmSpec {
             serial_log: "/logs,old/node1.log".into(),
             console_on_terminal: true,

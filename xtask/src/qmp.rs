@@ -21,10 +21,9 @@ use serde_json::{json, Value};
 
 use crate::pause::Pausable;
 
-/// Pause between attempts to connect while the socket is not there yet.
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
-/// A connection to one VM's QMP socket, past the greeting.
+/// Past the greeting.
 pub struct Monitor {
     path: PathBuf,
     reader: BufReader<UnixStream>,
@@ -237,7 +236,7 @@ mod tests {
     const STOP_EVENT: &str = r#"{"timestamp": {"seconds": 1, "microseconds": 2}, "event": "STOP"}"#;
 
     #[test]
-    fn stops_and_continues_a_vm_skipping_events() {
+    fn stops_and_continues_a_vm_skipping_events_or_fails_to() {
         let resume = r#"{"event": "RESUME"}"#;
         let script = vec![
             vec![OK],
@@ -252,10 +251,7 @@ mod tests {
         drop(monitor);
         let sent = "qmp_capabilities stop query-status cont query-status";
         assert_eq!(qemu.join().expect("the fake QEMU"), words(sent));
-    }
-
-    #[test]
-    fn a_refused_command_or_a_vm_that_still_runs_is_an_error() {
+        // A refused command, or a VM that still runs, is an error.
         let refused = r#"{"error": {"class": "GenericError", "desc": "Migration is active"}}"#;
         let script = vec![vec![OK], vec![refused], vec![OK], vec![RUNNING]];
         let (_dir, mut monitor, qemu) = connected(script, 0, 5000);

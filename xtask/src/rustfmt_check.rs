@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use crate::fsutil::{self, TempDir};
 use crate::paths::repo_root;
 
-/// The directories that make up the crate, merged in the kernel tree.
+/// Merged in the kernel tree.
 const CRATE_DIRS: [&str; 2] = ["rust-lite", "tests-kunit"];
 
 /// The crate root; rustfmt follows its `mod` declarations.
@@ -22,7 +22,6 @@ pub fn check(kernel_src: &Path) -> Result<()> {
     check_crate(&repo_root(), &kernel_src.join(".rustfmt.toml"))
 }
 
-/// [`check`] of the crate in `repo`, with the rustfmt configuration `config`.
 fn check_crate(repo: &Path, config: &Path) -> Result<()> {
     let crate_dir = TempDir::new("lite-rustfmt")?;
     for dir in CRATE_DIRS {

@@ -1,16 +1,9 @@
-//! The secret of one cluster run, and how it reaches the manager and the
-//! guests.
-//!
-//! Every cluster gets a fresh random secret. The manager reads it from a
-//! file (`lite-cm --secret-file`); the guests find it in their initramfs as
-//! [`GUEST_SECRET_PATH`], which their `/init` loads into the kernel keyring
-//! with `lite-secret load`, so it never appears on a kernel command line.
-//! The cluster's initrd is the cached initramfs, then the kernel's modules
-//! if it has any, then a small cpio archive holding that one file (Linux
-//! unpacks concatenated archives).
-//! Both files are readable by their owner only, in a private temporary
-//! directory that is removed with this value; a VM booted again gets the
-//! same initrd, and so the same secret.
+//! A fresh secret per cluster: the manager reads it from a file, the guests
+//! from [`GUEST_SECRET_PATH`] in a cpio archive appended to their initrd
+//! (after the kernel's modules, if any), so it never appears on a kernel
+//! command line. Both files are readable by their owner only, in a private
+//! directory removed with this value; a VM booted again gets the same
+//! initrd, and so the same secret.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -22,10 +15,8 @@ use anyhow::{Context, Result};
 use crate::fsutil::{self, TempDir};
 use crate::newc::{self, REGULAR_FILE};
 
-/// Where the guests find the secret (relative to their root).
+/// Relative to the guests' root.
 pub const GUEST_SECRET_PATH: &str = "etc/lite/cluster.secret";
-
-/// Bytes of a cluster's secret.
 const SECRET_LEN: usize = 32;
 
 /// The secret of one cluster: the manager's secret file and the guests'
@@ -66,7 +57,6 @@ impl ClusterSecretFiles {
     }
 }
 
-/// Creates `path` readable and writable by its owner only, holding `bytes`.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
@@ -78,8 +68,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The archive that adds the secret to an initrd: [`GUEST_SECRET_PATH`],
-/// readable by root only, and its directories.
+/// [`GUEST_SECRET_PATH`], readable by root only, and its directories.
 fn secret_archive(secret: &[u8]) -> Vec<u8> {
     let file = [(GUEST_SECRET_PATH.to_string(), secret.to_vec())];
     newc::archive(&newc::with_directories(&file, REGULAR_FILE | 0o400))
@@ -92,15 +81,10 @@ mod tests {
 
     use super::*;
 
-    /// What follows an initrd of `base_len` bytes to add the secret.
-    fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
-        newc::appended(base_len, &secret_archive(secret))
-    }
-
     /// Where the archive goes after the initrd, for any length of it,
     /// is `newc::appended`'s, tested there.
     #[test]
-    fn the_archive_holds_the_secret_for_root_only() {
+    fn every_cluster_gets_its_own_private_secret_and_initrd_for_root_only() {
         let archive = secret_archive(b"0123456789abcdef0123456789abcdef");
         assert!(archive.starts_with(b"070701"));
         let text = String::from_utf8_lossy(&archive);
@@ -114,10 +98,6 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part} in {text}");
         }
-    }
-
-    #[test]
-    fn every_cluster_gets_its_own_private_secret_and_initrd() {
         let scratch = TempDir::new("lite-secret-test").expect("scratch directory");
         let base = scratch.path().join("base.cpio.gz");
         fs::write(&base, b"gzip data of odd length").expect("write");
@@ -132,7 +112,7 @@ mod tests {
             assert_eq!(secret.len(), SECRET_LEN);
             let initrd = fs::read(files.initrd()).expect("initrd");
             let base = b"gzip data of odd length";
-            let suffix = secret_suffix(base.len() as u64, &secret);
+            let suffix = newc::appended(base.len() as u64, &secret_archive(&secret));
             assert_eq!(initrd, [&base[..], &suffix].concat());
         }
         let secret = |files: &ClusterSecretFiles| fs::read(files.secret_file()).expect("secret");

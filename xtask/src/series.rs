@@ -49,13 +49,9 @@ pub const EDITED_FILES: [&str; 13] = [
     "MAINTAINERS",
 ];
 
-/// Directory of the committed series, relative to the repository root.
 pub const PATCH_DIR: &str = "linux-patches";
-
-/// Where LITE lives in the kernel tree.
+/// In the kernel tree.
 const LITE_DIR: &str = "drivers/infiniband/ulp/lite";
-
-/// Where its selftests live in the kernel tree.
 const SELFTESTS_DIR: &str = "tools/testing/selftests/lite";
 
 /// Fixed author and committer, so the patches do not depend on who generates them.
@@ -63,7 +59,6 @@ const AUTHOR_NAME: &str = "LITE developers";
 const AUTHOR_EMAIL: &str = "lite@lite-rs.invalid";
 const DATE: &str = "2026-01-01T00:00:00+0000";
 
-/// `cargo xtask patches [--check]`.
 pub fn run(check_only: bool, kernel_src: Option<&Path>) -> Result<()> {
     let cache = Cache::locate()?;
     let source = source::prepare(&cache, kernel_src)?;
@@ -114,7 +109,7 @@ pub fn check(source: &KernelSource) -> Result<()> {
     ui::fail_listing(&format!("{PATCH_DIR}/ is out of date"), &problems)
 }
 
-/// Builds the series in a scratch repository and writes it to `out`.
+/// In a scratch repository.
 pub fn generate(repo: &Path, pristine: &Path, out: &Path) -> Result<Series> {
     let patches = describe_series(repo)?;
     let scratch = ScratchRepo::base(pristine)?;
@@ -140,15 +135,13 @@ pub fn generate(repo: &Path, pristine: &Path, out: &Path) -> Result<Series> {
     Series::read_dir(out)
 }
 
-/// Where the cover letter's subject (first line) and text are written.
+/// The cover letter's subject (first line) and text.
 const COVER_LETTER_SOURCE: &str = "lite-api-c/cover-letter.txt";
-
-/// The committed benchmark summary whose verdicts the cover letter quotes.
+/// Whose verdicts the cover letter quotes.
 const BENCH_SUMMARY: &str = "xtask/bench-report/summary.md";
 
-/// Fills the cover letter `git format-patch` left at `path` with the
-/// subject and text of [`COVER_LETTER_SOURCE`], its `{benchmark}` line
-/// replaced by the verdicts of the committed benchmark run.
+/// `git format-patch`'s cover letter, its `{benchmark}` line replaced by
+/// the committed benchmark run's verdicts.
 fn write_cover_letter(repo: &Path, path: &Path) -> Result<()> {
     let source = fsutil::read_to_string(&repo.join(COVER_LETTER_SOURCE))?;
     let Some((subject, text)) = source.split_once("\n\n") else {
@@ -166,8 +159,7 @@ fn write_cover_letter(repo: &Path, path: &Path) -> Result<()> {
     fsutil::write(path, letter)
 }
 
-/// The `## Verdicts` list of a benchmark summary, each one wrapped at 72
-/// columns, or a line saying there is none.
+/// Each wrapped at 72 columns.
 fn verdicts(summary: &str) -> String {
     let list: Vec<&str> = summary
         .lines()
@@ -197,7 +189,6 @@ fn verdicts(summary: &str) -> String {
     out.trim_end().to_string()
 }
 
-/// Applies the committed series with `git am` on a fresh base repository.
 fn git_am_check(pristine: &Path, dir: &Path, series: &Series) -> Result<()> {
     if series.patches.is_empty() {
         bail!("{} holds no patches", dir.display());
@@ -212,7 +203,6 @@ fn git_am_check(pristine: &Path, dir: &Path, series: &Series) -> Result<()> {
     Ok(())
 }
 
-/// One patch of the series: its message and the changes it makes.
 struct PatchSpec {
     subject: String,
     body: String,
@@ -238,7 +228,6 @@ impl PatchSpec {
     }
 }
 
-/// One change to the scratch tree.
 enum Change {
     /// Insert lines into an existing kernel file: after the first line
     /// containing `anchor`, or at its end without one.
@@ -257,19 +246,16 @@ enum Change {
     Restore { dest: String, from: PathBuf },
 }
 
-/// [`Change::Edit`] appending `text` to `file`.
 fn append(file: &'static str, text: impl Into<String>) -> Change {
     let (anchor, text) = (None, text.into());
     Change::Edit { file, anchor, text }
 }
 
-/// [`Change::Edit`] inserting `text` after `anchor` in `file`.
 fn insert(file: &'static str, anchor: &'static str, text: impl Into<String>) -> Change {
     let (anchor, text) = (Some(anchor), text.into());
     Change::Edit { file, anchor, text }
 }
 
-/// [`Change::Place`] of the whole file `from` at `dest`.
 fn place(dest: impl Into<String>, from: PathBuf) -> Change {
     let (dest, cut) = (dest.into(), None);
     Change::Place { dest, from, cut }
@@ -352,7 +338,7 @@ impl Cut {
     }
 }
 
-/// The byte ranges of `text`'s lines, each with its newline.
+/// Each with its newline.
 fn line_spans(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut start = 0;
@@ -406,7 +392,6 @@ impl Change {
     }
 }
 
-/// Reads the LITE sources and describes the patches.
 fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     let api = repo.join("lite-api-c");
     let uapi_path = api.join("include/uapi/linux/lite.h");
@@ -849,8 +834,8 @@ const KUNIT_API_HOOKS: [(&str, Cut); 2] = [
     ),
 ];
 
-/// The KUnit tests in two patches, the first with the lines that build
-/// them, which the driver's last part held back.
+/// The first with the lines that build them, which the driver's last part
+/// held back.
 fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
     let (mut internal, mut api) = (Vec::new(), Vec::new());
     for rel in source_files(repo, "tests-kunit")? {
@@ -896,13 +881,11 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
     ])
 }
 
-/// The text `hooks` hold back of `file`, if any.
 fn held_back(hooks: &[(&str, Cut)], file: &str) -> Option<Cut> {
     let (_, cut) = hooks.iter().find(|(held, _)| *held == file)?;
     Some(*cut)
 }
 
-/// Where a driver source of the repository goes in the kernel tree.
 fn driver_dest(source: &str) -> String {
     if let Some(header) = source.strip_prefix("lite-api-c/include/") {
         return format!("include/{header}");
@@ -914,9 +897,8 @@ fn driver_dest(source: &str) -> String {
     format!("{LITE_DIR}/{rel}")
 }
 
-/// The driver's sources, as paths in the repository: `rust-lite/`, the
-/// files directly in `lite-api-c/` but the cover letter, and the kernel
-/// API's header.
+/// `rust-lite/`, the files directly in `lite-api-c/` but the cover letter,
+/// and the kernel API's header.
 fn driver_sources(repo: &Path) -> Result<Vec<String>> {
     let mut sources: Vec<String> = source_files(repo, "rust-lite")?
         .iter()
@@ -935,8 +917,7 @@ fn driver_sources(repo: &Path) -> Result<Vec<String>> {
     Ok(sources)
 }
 
-/// The index in [`DRIVER_PARTS`] of the part that adds `source`: the one
-/// naming it, else the one naming its deepest directory.
+/// The part naming `source`, else the one naming its deepest directory.
 fn driver_part_of(source: &str) -> Option<usize> {
     DRIVER_PARTS
         .iter()
@@ -949,7 +930,7 @@ fn driver_part_of(source: &str) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
-/// The driver's patches, from [`DRIVER_PARTS`]; every source must belong to one.
+/// Every source must belong to one.
 fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
     let mut parts: Vec<Vec<String>> = vec![Vec::new(); DRIVER_PARTS.len()];
     for source in driver_sources(repo)? {
@@ -980,8 +961,6 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
     Ok(patches)
 }
 
-/// Places every file of the repository's directory `from` below the
-/// tree's directory `to`.
 fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
     Ok(source_files(repo, from)?
         .iter()
@@ -989,8 +968,6 @@ fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
         .collect())
 }
 
-/// The selftests of the system calls, in the kselftest tree and its
-/// list of targets.
 fn selftests(repo: &Path) -> Result<PatchSpec> {
     let mut changes = place_dir(repo, "lite-api-c/selftests", SELFTESTS_DIR)?;
     let makefile = "tools/testing/selftests/Makefile";
@@ -1010,19 +987,13 @@ fn selftests(repo: &Path) -> Result<PatchSpec> {
 /// One API's page: `lite-api-c/Documentation/DIR` placed in the kernel's
 /// `Documentation/DIR` and listed in `index` after `anchor`.
 struct ApiPage {
-    /// The directory below `Documentation/`.
     dir: &'static str,
-    /// The index listing the directory's pages.
     index: &'static str,
-    /// The index line the page's entry follows.
     anchor: &'static str,
-    /// The patch's subject.
     subject: &'static str,
-    /// The patch's message.
     body: &'static str,
 }
 
-/// The documentation of the user-space API, then of the kernel API.
 const API_PAGES: [ApiPage; 2] = [
     ApiPage {
         dir: "userspace-api",
@@ -1044,7 +1015,6 @@ const API_PAGES: [ApiPage; 2] = [
     },
 ];
 
-/// The documentation patch of `page`.
 fn documentation(repo: &Path, page: &ApiPage) -> Result<PatchSpec> {
     let mut changes = place_dir(
         repo,
@@ -1055,8 +1025,7 @@ fn documentation(repo: &Path, page: &ApiPage) -> Result<PatchSpec> {
     Ok(PatchSpec::new(page.subject, page.body, changes))
 }
 
-/// The `MAINTAINERS` entry for every file the `patches` add, LITE's
-/// directories as a whole.
+/// Every file the `patches` add, LITE's directories as a whole.
 fn maintainers_entry(patches: &[PatchSpec]) -> PatchSpec {
     let whole_dir = |dest: &String| {
         let mut dirs = [LITE_DIR, SELFTESTS_DIR].into_iter();
@@ -1087,9 +1056,9 @@ fn maintainers_entry(patches: &[PatchSpec]) -> PatchSpec {
     )
 }
 
-/// Files under `repo/<dir>`, relative to it and sorted: those git tracks or
-/// would track (ignored build products excluded); every file when `repo` is
-/// not a git checkout. A missing directory has no files.
+/// Sorted, relative to `repo/<dir>`: those git tracks or would track
+/// (ignored build products excluded); every file when `repo` is not a git
+/// checkout.
 fn source_files(repo: &Path, dir: &str) -> Result<Vec<PathBuf>> {
     let root = repo.join(dir);
     if !root.is_dir() {
@@ -1121,7 +1090,7 @@ struct ScratchRepo {
 }
 
 impl ScratchRepo {
-    /// A repository whose first commit ("base", tagged `base`) holds the pristine files.
+    /// Its first commit, tagged `base`, holds the pristine files.
     fn base(pristine: &Path) -> Result<Self> {
         let repo = Self {
             dir: TempDir::new("lite-series")?,
@@ -1142,7 +1111,7 @@ impl ScratchRepo {
         self.dir.path()
     }
 
-    /// `git` in this repository, isolated from user and system configuration.
+    /// Isolated from user and system configuration.
     fn git(&self) -> Command {
         let mut cmd = Command::new("git");
         for var in "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY".split(' ') {
@@ -1169,7 +1138,7 @@ impl ScratchRepo {
         cmd
     }
 
-    /// Stages everything and commits; returns `false` when there was nothing to commit.
+    /// Everything; `false` when there was nothing to commit.
     fn commit(&self, message: &str) -> Result<bool> {
         process::output(self.git().args(["add", "-A"]))?;
         let staged = !process::succeeds(self.git().args(["diff", "--cached", "--quiet"]));
@@ -1184,7 +1153,6 @@ impl ScratchRepo {
         Ok(true)
     }
 
-    /// `git format-patch` of every commit after `base` into `out`.
     fn format_patch(&self, out: &Path) -> Result<()> {
         process::output(
             self.git()
@@ -1280,44 +1248,44 @@ mod tests {
             .iter()
             .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
             .collect();
-        assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
         let signed = all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n");
         assert_eq!(signed.count(), 11, "every patch is signed off");
-        for needle in [
-            "b/Documentation/userspace-api/lite.rst",
-            "b/Documentation/driver-api/lite.rst",
-            "+   lite\n",
-            "b/tools/testing/selftests/lite/lite_test.c",
-            " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
-            "+F:\tdrivers/infiniband/ulp/lite/",
-            "+548\t64\tlite_join\t\t\tsys_lite_join",
-            "+asmlinkage long sys_lite_free(void);",
-            "+COND_SYSCALL(lite_join);",
-            "b/drivers/infiniband/ulp/lite/verbs/mod.rs",
-            "\n+++ b/include/rdma/lite_api.h\n",
-            "b/drivers/infiniband/ulp/lite/Kconfig",
-            "+obj-$(CONFIG_LITE)\t\t\t+= lite/",
-            "b/kernel/lite_syscalls.c",
-            "+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o",
+        // Each of `needles` is in `text`.
+        let holds = |text: &str, needles: &[&str]| {
+            let missing: Vec<_> = needles.iter().filter(|n| !text.contains(*n)).collect();
+            assert!(missing.is_empty(), "missing {missing:?}");
+        };
+        holds(
+            &all,
+            &[
+                "From: LITE developers <lite@lite-rs.invalid>",
+                "b/Documentation/userspace-api/lite.rst",
+                "b/Documentation/driver-api/lite.rst",
+                "+   lite\n",
+                "b/tools/testing/selftests/lite/lite_test.c",
+                " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
+                "+F:\tdrivers/infiniband/ulp/lite/",
+                "+548\t64\tlite_join\t\t\tsys_lite_join",
+                "+asmlinkage long sys_lite_free(void);",
+                "+COND_SYSCALL(lite_join);",
+                "b/drivers/infiniband/ulp/lite/verbs/mod.rs",
+                "\n+++ b/include/rdma/lite_api.h\n",
+                "b/drivers/infiniband/ulp/lite/Kconfig",
+                "+obj-$(CONFIG_LITE)\t\t\t+= lite/",
+                "b/kernel/lite_syscalls.c",
+                "+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o",
+            ],
+        );
+        // The selftests go to tools/testing, the entry points stay out of
+        // the module, as do lite-api-c's subdirectories; the cover letter
+        // is no file.
+        for absent in [
+            "ulp/lite/selftests",
+            "ulp/lite/kernel/",
+            "ulp/lite/rust-bindings",
+            "b/drivers/infiniband/ulp/lite/cover-letter.txt",
         ] {
-            assert!(all.contains(needle), "{needle}");
-        }
-        for (absent, why) in [
-            ("ulp/lite/selftests", "the selftests go to tools/testing"),
-            (
-                "ulp/lite/kernel/",
-                "the entry points stay out of the module",
-            ),
-            (
-                "ulp/lite/rust-bindings",
-                "subdirectories of lite-api-c stay out",
-            ),
-            (
-                "b/drivers/infiniband/ulp/lite/cover-letter.txt",
-                "the cover letter is no file",
-            ),
-        ] {
-            assert!(!all.contains(absent), "{why}");
+            assert!(!all.contains(absent), "{absent}");
         }
         git_am_check(&pristine, &tmp.path().join("a"), &a).unwrap();
 
@@ -1327,21 +1295,24 @@ mod tests {
         assert!(build.contains("Subject: [PATCH 05/11] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         // The kernel API's tests, and the lines naming them, come one patch later.
-        for (patch, needle) in [
-            (&kunit, "+config LITE_KUNIT_TEST"),
-            (&kunit, "+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"),
-            (&kunit, "+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"),
-            (&kunit, "+// internal\n"),
-            (&kunit, "+mod locks;\n"),
-            (
-                &api,
+        holds(
+            &kunit,
+            &[
+                "+config LITE_KUNIT_TEST",
+                "+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o",
+                "+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;",
+                "+// internal\n",
+                "+mod locks;\n",
+            ],
+        );
+        holds(
+            &api,
+            &[
                 " // internal\n+\n+/* The wire formats, the kernel API */\n",
-            ),
-            (&api, " mod locks;\n+\n+// The `lite_wire`"),
-            (&api, "b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs"),
-        ] {
-            assert!(patch.contains(needle), "{needle}");
-        }
+                " mod locks;\n+\n+// The `lite_wire`",
+                "b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs",
+            ],
+        );
         assert!(!kunit.contains("api") && !kunit.contains("wire"), "{kunit}");
     }
 

@@ -1,10 +1,5 @@
-//! `cargo xtask slow-checks`: the kernel's checks that take too long for
-//! `cargo xtask test`, as [`run`] lists them: clippy, rustdoc, sparse and
-//! htmldocs on the whole series, then a build of every patch in turn from
-//! the pristine kernel (the test's debug configuration, as far as the tree
-//! at that patch defines it), and last the whole series with LITE disabled.
-//! Any warning about LITE's files fails a step as an error does. The tree
-//! and build directory end where `cargo xtask kernel` leaves them.
+//! `cargo xtask slow-checks` (README), as [`run`] lists them. The tree and
+//! build directory end where `cargo xtask kernel` leaves them.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -18,10 +13,9 @@ use crate::series::PATCH_DIR;
 use crate::ui::{self, Step};
 use crate::{apply, fsutil};
 
-/// Where the result table of the last run is written, below the logs.
+/// The last run's result table, below the logs.
 const REPORT: &str = "slow-checks.md";
 
-/// One step of the run: what it did, how it went, how long it took.
 struct Stage {
     name: String,
     outcome: Result<()>,
@@ -47,8 +41,6 @@ impl Stage {
     }
 }
 
-/// `cargo xtask slow-checks`; with `whole_series_only`, only the checks of
-/// the whole series.
 pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let cache = Cache::locate()?;
     let build = kernel::StageBuild::prepare(&cache, kernel_src)?;
@@ -145,7 +137,6 @@ impl Run {
     }
 }
 
-/// Applies `applied` to the tree and builds it with LITE as `lite` says.
 fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite: Lite) -> Stage {
     Stage::run(name, || {
         let count = applied.patches.len();
@@ -158,7 +149,6 @@ fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite:
     })
 }
 
-/// A Markdown table of the stages and the total time.
 fn report(stages: &[Stage], total: Duration, finished: bool) -> String {
     let mut text = String::from("| step | result | seconds |\n|---|---|---|\n");
     for stage in stages {

@@ -20,12 +20,9 @@ use crate::series::EDITED_FILES;
 use crate::ui::{self, Step};
 use crate::{fsutil, prereqs};
 
-/// Debian's kernel source tarball.
 const DEBIAN_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-/// Top-level directory inside the tarball.
 const TARBALL_TOP: &str = "linux-source-6.12";
 
-/// A prepared kernel source tree in the cache.
 pub struct KernelSource {
     /// Kernel version, e.g. `6.12.117`.
     pub version: String,
@@ -37,8 +34,7 @@ pub struct KernelSource {
     pub applied: PathBuf,
 }
 
-/// Prepares (or reuses) the cached source tree for `kernel_src`, or for
-/// Debian's linux-source-6.12 when `kernel_src` is `None`.
+/// Or reuses it; Debian's linux-source-6.12 without `kernel_src`.
 pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<KernelSource> {
     let (version, origin) = match kernel_src {
         Some(dir) => {
@@ -102,7 +98,6 @@ pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<KernelSource>
     Ok(source)
 }
 
-/// Where a tree comes from.
 enum Origin {
     Debian,
     Tree(PathBuf),
@@ -185,7 +180,6 @@ fn populate(cache: &Cache, source: &KernelSource, origin: &Origin) -> Result<()>
     Ok(())
 }
 
-/// Removes every `build-<flavour>-<version>/` directory of the cache.
 fn remove_build_dirs(cache: &Cache, version: &str) -> Result<()> {
     let suffix = format!("-{version}");
     for entry in fs::read_dir(cache.root())? {
@@ -204,7 +198,7 @@ fn rename(from: &Path, to: &Path) -> Result<()> {
         .with_context(|| format!("cannot rename {} to {}", from.display(), to.display()))
 }
 
-/// Reads the version from a top-level kernel Makefile and insists on 6.12.y.
+/// Insists on 6.12.y.
 fn checked_version(makefile: &str, what: &str) -> Result<String> {
     let Some(version) = makefile_version(makefile) else {
         bail!("cannot read VERSION/PATCHLEVEL/SUBLEVEL from the Makefile of {what}");
@@ -215,7 +209,7 @@ fn checked_version(makefile: &str, what: &str) -> Result<String> {
     Ok(version)
 }
 
-/// `VERSION.PATCHLEVEL.SUBLEVEL` from a kernel Makefile.
+/// `VERSION.PATCHLEVEL.SUBLEVEL`.
 fn makefile_version(makefile: &str) -> Option<String> {
     let field = |name: &str| -> Option<u32> {
         makefile.lines().find_map(|line| {

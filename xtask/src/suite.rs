@@ -1,17 +1,9 @@
-//! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
-//!
-//! The steps are those of [`run`]: host tests, the patch series and the
-//! other source checks, the debug kernel and the selftests against its
-//! headers, KUnit in one VM, then on clusters of VMs the cluster test (and
-//! a minute of `lite-fuzz`), the failure test ([`failure_test`]), the
-//! partition test ([`partition_test`]) and programs of one's own
-//! ([`exec_test`]), and last the nestings of LITE's locks that lockdep saw
-//! in every guest against the lock order the kernel code states
-//! ([`lockdep`]). A step that cannot run because an earlier one failed
-//! counts as one failure. The final count is KUnit cases + every program's
-//! TAP results on every node (those of the victim's first boot excepted) +
-//! one per other check: each step without cases of its own, each log and
-//! kmemleak scan, and the checks each cluster step's function names.
+//! `cargo xtask test` (README, "Two commands"), ending with one
+//! `N passed, M failed` line: KUnit cases + every program's TAP results on
+//! every node (the victim's first boot excepted) + one per other check
+//! (each step without cases of its own, each log and kmemleak scan, the
+//! checks each cluster step's function names). A step that cannot run
+//! because an earlier one failed counts as one failure.
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -36,108 +28,73 @@ use crate::{
     rustfmt_check, series, source, tap, uapi_header, ui, user_cluster,
 };
 
-/// Number of steps, for `[k/N]`.
 const STEPS: usize = 9;
-/// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-/// Upper bound for the cluster test, fuzzing included (its time, and a
-/// margin for its start, its end and the processes' clean-up).
+/// Fuzzing included, with a margin for the start, the end and the clean-up.
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(40 * 60 + FUZZ_SECONDS + 10 * 60);
-/// Seconds every node of the cluster test fuzzes after the cluster test.
+/// Seconds every node fuzzes after the cluster test.
 const FUZZ_SECONDS: u64 = 60;
-/// Nodes in the cluster test.
 const CLUSTER_NODES: usize = 3;
-/// Nodes in the failure test; the last one is the victim.
+/// The last node is the victim.
 const FAILURE_NODES: usize = failure::NODES;
-/// Guest role of the failure test's nodes that stay up.
 const SURVIVOR_ROLE: &str = "failure-survivor";
-/// Guest role of the failure test's node that gets killed.
 const VICTIM_ROLE: &str = "failure-victim";
-/// Kernel parameter of the failure test's survivors: the silence of the
-/// manager after which a node counts itself cut off, which their `/init`
-/// sets once the failure program ended, for the cluster test after it (the
-/// failure program keeps LITE's default).
+/// The survivors' `lite.cmtimeout` once the failure program ended, for the
+/// cluster test after it (the failure program keeps LITE's default).
 const CLUSTER_TEST_CMTIMEOUT: &str = "lite.clustertestcmtimeout";
-/// Upper bound for the manager to confirm a command in its log.
 const MANAGER_ACK_TIMEOUT: Duration = Duration::from_secs(10);
-/// Guest role of the victim's VM when it boots again: the cluster test,
-/// with the survivors.
+/// The victim's second boot runs the cluster test with the survivors.
 const REJOIN_ROLE: &str = TEST_ROLE;
-/// The survivors' programs, in order, as their `/init` names them.
+/// The programs of each role, in order, as `/init` announces them.
 const SURVIVOR_PROGRAMS: [&str; 2] = ["lite-failure-test", "lite-cluster-test"];
-/// Guest role of the cluster test's nodes (and of the victim's second boot).
 const TEST_ROLE: &str = "test";
-/// The programs of role [`TEST_ROLE`], in order, as its `/init` names
-/// them; the last checks that LITE's resources came back to their
-/// baseline, and a kmemleak scan follows it.
+/// The last checks that LITE's resources came back to their baseline; a
+/// kmemleak scan follows it.
 const TEST_PROGRAMS: [&str; 2] = ["lite-cluster-test", "lite-resources"];
-/// The programs of role [`TEST_ROLE`] when the harness asks it to fuzz
-/// (`lite.fuzzsecs=`, as the cluster test does): `lite-fuzz` runs between
-/// the cluster test and the resource check. The victim's second boot does
-/// not fuzz, as its survivors do not.
+/// With `lite.fuzzsecs=` (the cluster test's; not the victim's second boot).
 const FUZZED_TEST_PROGRAMS: [&str; 3] = ["lite-cluster-test", fuzz::PROGRAM, "lite-resources"];
 
-/// Nodes in the partition test; the last one is cut off.
+/// The last node is cut off.
 const PARTITION_NODES: usize = 3;
-/// Guest role of the partition test's nodes that stay connected.
 const PARTITION_SURVIVOR_ROLE: &str = "partition-survivor";
-/// Guest role of the partition test's node that is cut off.
 const PARTITION_CUT_ROLE: &str = "partition-cut";
-/// The cut node's console line once its writes land on a survivor (the
-/// `READY_MARKER` of `lite-partition-test`, which prints it as a TAP
-/// comment).
+/// The markers of `lite-partition-test` (see `shared_texts`). The cut node
+/// is ready once its writes land on a survivor; a survivor once it
+/// returned from the last barrier before the cut, since the cut node can
+/// return from it before a survivor heard that it reached it.
 pub(crate) const CUT_READY: &str = "LITE-PARTITION-CUT ready";
-/// A survivor's console line once it returned from the last barrier before
-/// the cut (the `SURVIVOR_READY_MARKER` of `lite-partition-test`). The cut
-/// node can return from that barrier before a survivor heard that it
-/// reached it; cutting it then would fail the survivor's barrier.
 pub(crate) const SURVIVOR_READY: &str = "LITE-PARTITION-SURVIVOR ready";
-/// Upper bound, from the end of the pauses, for the cut node to get
-/// ready: the rest of every node's pause traffic (the paused node's clock
-/// stood still during the pauses, so its traffic ends that much later),
-/// the barrier after it and the partition's set-up.
+/// Every node's traffic through the pauses runs, and its time is up; none
+/// may be up before the last pause ended.
+pub(crate) const PAUSE_READY: &str = "LITE-PARTITION-PAUSES ready";
+pub(crate) const PAUSES_OVER: &str = "LITE-PARTITION-PAUSES over";
+/// From the end of the pauses: the rest of every node's pause traffic
+/// (the paused node's clock stood still meanwhile), a barrier and the
+/// partition's set-up.
 const CUT_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
-/// The partition test's node whose VM is paused: a survivor, so that the
-/// cut node's part is left as it was.
+/// A survivor, so that the cut node's part is left as it was.
 const PAUSED_NODE: usize = 2;
-/// The pauses of [`PAUSED_NODE`], before the partition: each a little
-/// shorter than the 3 s of silence after which the manager declares a
-/// node dead, with as long between them for its heartbeats to come back.
+/// Each pause a little shorter than the manager's 3 s dead-after, with as
+/// long between them for the heartbeats to come back.
 const PAUSES: PausePlan = PausePlan {
     pauses: 10,
     length: Duration::from_millis(2500),
     gap: Duration::from_millis(2500),
 };
-/// Seconds of every partition node's traffic with every other node
-/// (`lite.pausesecs`), by its own clock, from its [`PAUSE_READY`]: the
-/// pauses' 47.5 s, and margin for the nodes to print the marker at
-/// different times.
+/// `lite.pausesecs`, from each node's [`PAUSE_READY`] by its own clock:
+/// the pauses' 47.5 s and a margin for the markers' spread.
 const PAUSE_TRAFFIC_SECS: u64 = 55;
-/// Every partition node's console line once its traffic through the
-/// pauses runs (the `PAUSE_READY_MARKER` of `lite-partition-test`).
-pub(crate) const PAUSE_READY: &str = "LITE-PARTITION-PAUSES ready";
-/// Every partition node's console line once its traffic time is up (the
-/// `PAUSES_OVER_MARKER` of `lite-partition-test`); none may have printed
-/// it before the last pause ended.
-pub(crate) const PAUSES_OVER: &str = "LITE-PARTITION-PAUSES over";
-/// Upper bound, from the start of the partition test's cluster, for every
-/// node's traffic through the pauses to run: boot, join and an LMR on
-/// every other node.
+/// From the cluster's start: boot, join and an LMR on every other node.
 const PAUSE_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
-/// Bound of each QMP command, and of the wait for the paused node's QMP
-/// socket.
+/// Each QMP command, and the wait for the QMP socket.
 const QMP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long after the last pause the manager's log is read: a death that
-/// a pause's silence caused has been declared by then.
+/// A death a pause's silence caused has been declared by then.
 const DEATH_SETTLE: Duration = Duration::from_secs(3);
-/// How long the cut node's link stays down: well past the 3 s after which
-/// the manager expels it and it counts itself cut off, so that it has to
-/// join again as a new incarnation, and long enough for a few of its
-/// attempts to join again to fail.
+/// Well past the manager's 3 s, so that the node joins again as a new
+/// incarnation after a few failed attempts.
 const CUT_LENGTH: Duration = Duration::from_secs(10);
-/// Upper bound, from the link coming back, for every node to finish: the
-/// guests bound each of their waits (90 s for the node to be back, six
-/// minutes for the last barrier).
+/// From the link's return; the guests bound their own waits (90 s for the
+/// node to be back, six minutes for the last barrier).
 const PARTITION_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 /// Passed and failed counts, and what failed, each problem on its own
@@ -163,7 +120,7 @@ impl Tally {
         }
     }
 
-    /// Notes each of `problems` as `label`'s; whether there was none.
+    /// Whether `problems`, noted as `label`'s, were none.
     fn note(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) -> bool {
         let before = self.problems.len();
         let noted = problems.into_iter().map(|p| format!("[{label}] {p:#}"));
@@ -171,22 +128,19 @@ impl Tally {
         self.problems.len() == before
     }
 
-    /// Counts one check, failed by any of `problems` (an error, or a
-    /// list), each noted as `label`'s.
+    /// One check, failed by any of `problems` (an error, or a list).
     fn check_result(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) {
         let none = self.note(label, problems);
         self.check(none);
     }
 
-    /// Notes how the wait for the VMs ended: a problem if it failed.
     fn waited(&mut self, waited: Result<()>) {
         if let Err(err) = waited {
             self.problems.push(format!("{err:#}"));
         }
     }
 
-    /// Notes how the wait for the VMs ended, and fails with every problem
-    /// noted.
+    /// Fails with every problem noted.
     fn verdict(&mut self, waited: Result<()>) -> Result<()> {
         self.waited(waited);
         self.judged = true;
@@ -197,7 +151,6 @@ impl Tally {
     }
 }
 
-/// `cargo xtask test`.
 pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
     let cache = Cache::locate()?;
     let logs = cache.run_logs("test")?;
@@ -310,8 +263,6 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     finish(&tally)
 }
 
-/// Checks the nestings of LITE's locks that the guests' lockdep saw
-/// against the lock order the kernel code states.
 fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()> {
     let mut documented = std::collections::BTreeSet::new();
     for file in [lockdep::LOCK_ORDER_SOURCE, lockdep::DSM_LOCK_ORDER_SOURCE] {
@@ -349,7 +300,6 @@ fn counted_step(
     tally.lock_nestings.append(&mut counts.lock_nestings);
 }
 
-/// Prints the final line and turns failures into a non-zero exit.
 fn finish(tally: &Tally) -> Result<()> {
     ui::say(&format!("{} passed, {} failed", tally.passed, tally.failed));
     if tally.failed > 0 || tally.passed == 0 {
@@ -358,7 +308,6 @@ fn finish(tally: &Tally) -> Result<()> {
     Ok(())
 }
 
-/// Runs one numbered step, printing its start, result and time.
 fn step(k: usize, name: &str, body: impl FnOnce() -> Result<()>) -> bool {
     ui::say(&format!("==> [{k}/{STEPS}] {name} …"));
     let start = Instant::now();
@@ -379,7 +328,6 @@ fn step(k: usize, name: &str, body: impl FnOnce() -> Result<()>) -> bool {
     }
 }
 
-/// `cargo test --workspace`; on failure shows the failing tests.
 fn host_tests(logs: &Path) -> Result<()> {
     let log = logs.join("cargo-test.log");
     let result = run_logged(
@@ -408,7 +356,6 @@ fn host_tests(logs: &Path) -> Result<()> {
     result
 }
 
-/// Boots one VM with KUnit enabled and checks its KTAP output.
 fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
     let mut initrd = initramfs::build(cache, Variant::Minimal)?;
     // A modular kernel runs LITE's suites when the guest loads LITE.
@@ -462,8 +409,6 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     counts.verdict(Ok(()))
 }
 
-/// What the cluster steps boot: `kernel`, and the initramfs and the
-/// cluster manager, built unless `built` has them.
 fn cluster_images(cache: &Cache, kernel: &Path, built: &mut Option<Images>) -> Result<Images> {
     if let Some(images) = built {
         return Ok(images.clone());
@@ -477,7 +422,6 @@ fn cluster_images(cache: &Cache, kernel: &Path, built: &mut Option<Images>) -> R
     Ok(images)
 }
 
-/// Boots the cluster with role `test` and checks every node's TAP and log.
 fn cluster_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let seed = fuzz::seed_from_clock();
     ui::progress(&format!(
@@ -501,25 +445,22 @@ fn cluster_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
 }
 
 impl Tally {
-    /// Counts the TAP results of a node whose role runs `programs` one
-    /// after the other, and its log scan: each program's TAP is counted on
-    /// its own, and a program that never started counts as one failure.
+    /// Each program's TAP on its own (one never started is one failure),
+    /// and the log scan.
     fn programs(&mut self, name: &str, log: &str, programs: &[&str]) {
         let outputs = tap::split_programs(log);
         for program in programs {
             let label = format!("{name} {program}");
             match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
-                Some(output) => self.tap(&label, &output.text),
+                Some(output) => self.tap_report(&label, tap::Report::parse(&output.text)),
                 None => self.check_result(&label, ["never started"]),
             }
         }
         self.scan(name, log);
     }
 
-    /// Like [`Tally::programs`] for a node of role [`TEST_ROLE`], whose
-    /// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with
-    /// a kmemleak scan: one more check, failed by a scan that did not run
-    /// or by a leak involving LITE; other leaks are only shown.
+    /// [`Tally::programs`], and one more check: the kmemleak scan ran and
+    /// no leak involves LITE (other leaks are only shown).
     fn test_role(&mut self, name: &str, log: &str, programs: &[&str]) {
         self.programs(name, log, programs);
         let findings = kmemleak::check(log);
@@ -529,13 +470,6 @@ impl Tally {
         self.check_result(name, findings.problems);
     }
 
-    /// Counts the TAP results in `output`, one program's, reported as
-    /// `label`.
-    fn tap(&mut self, label: &str, output: &str) {
-        self.tap_report(label, tap::Report::parse(output));
-    }
-
-    /// Counts the results of `report`, one program's, reported as `label`.
     fn tap_report(&mut self, label: &str, report: tap::Report) {
         self.passed += report.passed();
         self.failed += report.failed();
@@ -552,27 +486,20 @@ impl Tally {
         }
     }
 
-    /// Counts the scan of a node's whole log for crashes and its exit.
     fn scan(&mut self, name: &str, log: &str) {
         self.lock_nestings.extend(lockdep::seen(log));
         self.check_result(name, logscan::problems(log));
     }
 }
 
-/// Guest roles of the failure test's `nodes` nodes: survivors, then the
-/// victim last.
 fn failure_roles(nodes: usize) -> Vec<String> {
     failure::roles(nodes, SURVIVOR_ROLE, VICTIM_ROLE)
 }
 
-/// Kernel parameters of node `i` of the failure phase: the survivors run
-/// without kmemleak, which slows emulated RDMA transfers by half again and
-/// is never scanned on them; the victim keeps it for its second boot,
-/// whose cluster test ends with a scan. The survivors also get the
-/// silence they allow the manager in the cluster test after the failure
-/// phase ([`CLUSTER_TEST_CMTIMEOUT`]), and the address of their second
-/// interface, on which the one that leaves and rejoins adds a second RDMA
-/// device, joins on it, and then loses it.
+/// The survivors run without kmemleak (it slows emulated RDMA by half
+/// again, and they are never scanned); the victim keeps it for its second
+/// boot's scan. The survivors get [`CLUSTER_TEST_CMTIMEOUT`] and a second
+/// interface, on which the one that leaves and rejoins adds an RDMA device.
 fn failure_phase_append(i: usize) -> Vec<String> {
     if i == FAILURE_NODES {
         Vec::new()
@@ -588,22 +515,13 @@ fn failure_phase_append(i: usize) -> Vec<String> {
     }
 }
 
-/// The manager's dead-after and the nodes' `lite.cmtimeout` in the
-/// failure phase: LITE's defaults, since that phase tests failure
-/// detection. The cluster test after it, on the survivors and the rebooted
-/// victim, tests the API and takes [`cluster::API_TEST_DEAD_AFTER_MS`].
+/// LITE's defaults: the phase tests failure detection. The cluster test
+/// after it takes [`cluster::API_TEST_DEAD_AFTER_MS`].
 const FAILURE_PHASE_DEAD_AFTER_MS: Option<u32> = None;
 
-/// Boots the failure test's cluster, kills the victim once the survivors
-/// depend on it, boots the victim's VM again once the survivors are done
-/// with the failure program (see [`rejoin_phase`]: the cluster test that
-/// follows tests the API, with its tolerant dead-after and a stop at any
-/// death), and checks every node's TAP and log: each
-/// survivor's two programs (the failure test, then the cluster test with
-/// all four nodes) and the second boot's cluster test. The victim's first
-/// log ends wherever the kill cut it off: it is neither counted nor
-/// scanned, but the victim has to get ready and to be killed by the
-/// harness, and its VM to be booted again.
+/// Kills the victim once the survivors depend on it, then [`rejoin_phase`].
+/// The victim's first log ends wherever the kill cut it off: it is neither
+/// counted nor scanned, but the kill and the second boot are checks.
 fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "failure")?;
     let spec = images.spec(
@@ -645,11 +563,9 @@ fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
     counts.verdict(waited)
 }
 
-/// What the kernel prints when the node joined: `joined as node N
-/// (incarnation I) of T`.
+/// `joined as node N (incarnation I) of T`.
 pub(crate) const JOINED_AS: &str = "joined as node ";
 
-/// The id and incarnation of the last join in a console log.
 fn last_join(log: &str) -> Option<(u32, u32)> {
     log.lines().rev().find_map(|line| {
         let (_, rest) = line.split_once(JOINED_AS)?;
@@ -659,9 +575,7 @@ fn last_join(log: &str) -> Option<(u32, u32)> {
     })
 }
 
-/// Checks that the machine whose consoles are `first` and `again` joined
-/// the second time with the id it had the first time, as a later
-/// incarnation: the manager recognised the rebooted machine.
+/// The manager recognised the rebooted machine: same id, later incarnation.
 fn same_node_again(first: &str, again: &str) -> Result<(), String> {
     let Some((id, incarnation)) = last_join(first) else {
         return Err("its first boot never joined".to_string());
@@ -682,24 +596,18 @@ fn same_node_again(first: &str, again: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Name of the VM that boots node `victim` again.
 fn rebooted_name(victim: usize) -> String {
     format!("node{victim}-rejoin")
 }
 
-/// Whether `name` is the VM that booted node `victim` again (whose log
-/// is counted), not its first, killed one.
 fn rebooted_log(name: &str, victim: usize) -> bool {
     name == rebooted_name(victim)
 }
 
-/// The failure test's second phase, once the victim was killed: once every
-/// survivor ended the failure program (and took the API tests' silence for
-/// the cluster test, see [`CLUSTER_TEST_CMTIMEOUT`]), gives the manager
-/// the same dead-after, boots the victim's VM again with it, and waits for
-/// every node to finish the cluster test, stopping at once should the
-/// manager declare a node dead. Whether the victim's VM was booted again,
-/// and how the wait ended.
+/// Once every survivor ended the failure program, gives the manager the
+/// API tests' dead-after, boots the victim again with it, and waits for
+/// the cluster test, stopping at any death. Whether the victim was booted
+/// again, and how the wait ended.
 fn rejoin_phase(
     cluster: &mut impl Nodes,
     spec: &ClusterSpec,
@@ -724,8 +632,7 @@ fn rejoin_phase(
     }
 }
 
-/// The steps of [`rejoin_phase`] up to the victim's second boot; the
-/// watch for deaths from the end of the failure phase on.
+/// Up to the second boot; the watch for deaths from then on.
 fn prepare_rejoin(
     cluster: &mut impl Nodes,
     spec: &ClusterSpec,
@@ -749,8 +656,7 @@ fn prepare_rejoin(
     Ok(no_death)
 }
 
-/// The serial log of each of the failure test's VMs, in node order, once
-/// the victim's VM booted again (as [`Nodes::restart_node`] names it).
+/// The VMs' logs once the victim booted again.
 fn rejoin_node_logs(cluster: &impl Nodes, spec: &ClusterSpec, victim: usize) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = cluster
         .node_logs()
@@ -763,23 +669,18 @@ fn rejoin_node_logs(cluster: &impl Nodes, spec: &ClusterSpec, victim: usize) -> 
     logs
 }
 
-/// The command that sets a running manager's dead-after to `ms`.
 fn dead_after_command(ms: u32) -> String {
     format!("dead-after-ms {ms}")
 }
 
-/// What the manager's log says once it took [`dead_after_command`]:
-/// `lite-cm: dead after MS ms from now on (was OLD ms)`.
+/// From `lite-cm: dead after MS ms from now on (was OLD ms)`.
 fn dead_after_confirmation(ms: u32) -> String {
     format!("dead after {ms} ms from now on")
 }
 
-/// Gives the running manager the API tests' dead-after
-/// ([`cluster::API_TEST_DEAD_AFTER_MS`]) for the failure test's second
-/// phase, and waits up to `confirm_within` for its log (`manager_log`) to
-/// confirm it. The manager runs on from the failure phase rather than
-/// being started anew with it: a new manager would not know the victim's
-/// id, and the victim must join again with it as a later incarnation.
+/// Waits up to `confirm_within` for the log to confirm it. The manager
+/// runs on rather than being started anew: a new one would not know the
+/// victim's id, with which it must join again as a later incarnation.
 fn switch_manager_to_api_test_dead_after(
     cluster: &mut impl Nodes,
     manager_log: &Path,
@@ -809,10 +710,7 @@ fn switch_manager_to_api_test_dead_after(
     Ok(())
 }
 
-/// Waits until every survivor's console shows that its failure program
-/// ended (its `/init` announces the cluster test). Fails if a survivor
-/// ends first, if that takes more than
-/// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
+/// Until every survivor's `/init` announces the cluster test.
 fn await_survivors_done(cluster: &mut impl Nodes, victim: usize) -> Result<()> {
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
     let since = Instant::now();
@@ -829,8 +727,6 @@ fn await_survivors_done(cluster: &mut impl Nodes, victim: usize) -> Result<()> {
     Ok(())
 }
 
-/// Boots node `victim`'s VM again with role [`REJOIN_ROLE`], as `spec`
-/// says (the failure test's, with the API tests' dead-after).
 fn boot_victim_again(cluster: &mut impl Nodes, spec: &ClusterSpec, victim: usize) -> Result<()> {
     let name = rebooted_name(victim);
     cluster.restart_node(spec, victim, REJOIN_ROLE, &name)?;
@@ -840,26 +736,17 @@ fn boot_victim_again(cluster: &mut impl Nodes, spec: &ClusterSpec, victim: usize
     Ok(())
 }
 
-/// Guest roles of the partition test's `nodes` nodes: survivors, then the
-/// node to cut off last.
 fn partition_roles(nodes: usize) -> Vec<String> {
     failure::roles(nodes, PARTITION_SURVIVOR_ROLE, PARTITION_CUT_ROLE)
 }
 
-/// Kernel parameters of every partition test node: how long its traffic
-/// through the pauses runs.
 fn partition_append(_node: usize) -> Vec<String> {
     vec![format!("lite.pausesecs={PAUSE_TRAFFIC_SECS}")]
 }
 
-/// Boots the partition test's cluster, pauses node [`PAUSED_NODE`] as
-/// [`PAUSES`] says once every node's traffic runs, then cuts the last node
-/// off the network once it is ready and connects it again [`CUT_LENGTH`]
-/// later, and checks every node's TAP and log: neither a pause nor a
-/// network cut is a crash, so every log is scanned as always. That the
-/// pauses were made as planned under traffic, that the manager declared
-/// nobody dead meanwhile, and that the cut node got ready and its link
-/// went down and came back are three more checks.
+/// Pauses [`PAUSED_NODE`] under traffic, then cuts the last node off for
+/// [`CUT_LENGTH`]. Every log is scanned as always; the pauses as planned,
+/// no death meanwhile and the cut are three more checks.
 fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "partition")?;
     let spec = images.spec(
@@ -903,13 +790,12 @@ fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()
     counts.check_result(&format!("node{cut}"), partitioned.err());
     for (name, path) in &node_logs {
         let log = read_log(path);
-        counts.tap(name, &log);
+        counts.tap_report(name, tap::Report::parse(&log));
         counts.scan(name, &log);
     }
     counts.verdict(waited)
 }
 
-/// The pauses the harness made, and what the manager logged meanwhile.
 struct PausesMade {
     log: PauseLog,
     manager: ManagerVerdict,
@@ -918,8 +804,6 @@ struct PausesMade {
 }
 
 impl PausesMade {
-    /// What keeps the pauses from being as [`PAUSES`] plans them, each
-    /// made as long as planned while every node's traffic ran.
     fn problems(&self) -> Vec<String> {
         let mut problems: Vec<String> = self.log.verdict(&PAUSES).err().into_iter().collect();
         if !self.ended_early.is_empty() {
@@ -934,14 +818,9 @@ impl PausesMade {
     }
 }
 
-/// Waits for every node to print [`PAUSE_READY`], then pauses node
-/// [`PAUSED_NODE`] through QMP as [`PAUSES`] says, and reads what the
-/// manager (its log at `manager_log`) said of the nodes from the first
-/// pause until [`DEATH_SETTLE`] after the last. Fails if the markers do
-/// not come within [`PAUSE_READY_TIMEOUT`] of `started` (the start of the
-/// cluster), if any node ends before them, if a QMP command fails (the
-/// cluster is then stopped, since the VM may stay stopped), or on Ctrl-C;
-/// whether the pauses went as planned is for the caller to judge.
+/// Once every node printed [`PAUSE_READY`], and what the manager logged
+/// until [`DEATH_SETTLE`] after the last pause. A failed QMP command stops
+/// the cluster, since the VM may stay stopped.
 fn pause_when_ready(
     cluster: &mut Cluster,
     manager_log: &Path,
@@ -991,12 +870,7 @@ fn pause_when_ready(
     })
 }
 
-/// Waits for node `cut` to print [`CUT_READY`] and every other node
-/// [`SURVIVOR_READY`], then takes the cut node's link down and brings it up
-/// again [`CUT_LENGTH`] later, saying when (from `started`, the start of
-/// the cluster). Fails if the markers do not come within
-/// [`CUT_READY_TIMEOUT`] of `ready_from`, if any node ends before them, if
-/// `ip` fails, or on Ctrl-C.
+/// Once every node printed its [`readiness_marker`].
 fn cut_when_ready(
     cluster: &mut Cluster,
     cut: usize,
@@ -1027,8 +901,6 @@ fn cut_when_ready(
     Ok(())
 }
 
-/// The console line by which node `node` says it is ready for node `cut`
-/// to be cut off.
 fn readiness_marker(node: usize, cut: usize) -> &'static str {
     if node == cut {
         CUT_READY
@@ -1037,33 +909,22 @@ fn readiness_marker(node: usize, cut: usize) -> &'static str {
     }
 }
 
-/// The program of one's own that the last step runs: an example of
-/// `userspace/examples` written for `cargo xtask cluster --exec`.
 const EXEC_EXAMPLE: &str = "userspace/examples/hello_cluster.c";
-/// Nodes that run it.
 const EXEC_NODES: usize = 2;
-/// Its argument, the message every node writes into memory on the next
-/// node and reads back: a blank and quotes, which must reach it as one
-/// argument, unchanged.
+/// Written on the next node and read back: a blank and quotes must reach
+/// the program as one argument, unchanged.
 const EXEC_MESSAGE: &str = "it's \"LITE\" on 2 nodes";
-/// Upper bound for the run, boot included.
+/// Boot included.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-
-/// The script that loads the example kernel module on each node
-/// ([`kernel::EXAMPLE_MODULE_DIR`]; the test kernel has it among its
-/// modules), run through `cargo xtask cluster --exec` too.
+/// Loads [`kernel::EXAMPLE_MODULE_DIR`]'s module on each node; done once
+/// its memory, lock and RPC work with the next node succeeded.
 const EXEC_MODULE_SCRIPT: &str = "userspace/examples/kernel-module/load-on-cluster.sh";
-/// What [`EXEC_MODULE_SCRIPT`] prints once the module loaded (its memory,
-/// lock and RPC work with the next node succeeded) and unloaded.
 const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloaded";
 
-/// Compiles [`EXEC_EXAMPLE`] as a user would (dynamically linked, so that
-/// its shared libraries have to reach the guests too) and runs it on
-/// [`EXEC_NODES`] VMs as `cargo xtask cluster --exec` does, with
-/// [`EXEC_MESSAGE`]; then, on a kernel with modules, runs
-/// [`EXEC_MODULE_SCRIPT`] the same way. Checks each node's log of each
-/// run: its scan (the program's exit status included) and the line that
-/// says the program did its work.
+/// Runs through `cargo xtask cluster --exec` [`EXEC_EXAMPLE`] (linked
+/// dynamically, so its libraries must reach the guests), the selftests and,
+/// on a kernel with modules, [`EXEC_MODULE_SCRIPT`]: on each node, the log
+/// scan and the line that says the program did its work.
 fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
@@ -1099,10 +960,8 @@ fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) 
     counts.verdict(Ok(()))
 }
 
-/// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
-/// directory `<program>.logs` of `logs`; counts each node's log scan and
-/// `done`, which says whether the log shows the program's work done (the
-/// problem `undone` if not). Returns each node's name and log.
+/// Counts each node's log scan and `done` (the problem `undone` if not);
+/// each node's name and log.
 fn run_own_program(
     boot: &Images,
     logs: &Path,
@@ -1112,7 +971,7 @@ fn run_own_program(
     undone: &str,
 ) -> Result<Vec<(String, String)>> {
     // Not the program's own name: the compiled example is there.
-    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
+    let logs = phase_logs(logs, &format!("{}.logs", archive.name))?;
     let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)?;
     let mut node_logs = Vec::new();
     for node in &run.nodes {
@@ -1125,14 +984,12 @@ fn run_own_program(
     Ok(node_logs)
 }
 
-/// The selftests of the system calls, in the kernel tree the series made.
+/// In the kernel tree the series made.
 const SELFTEST_SOURCE: &str = "tools/testing/selftests/lite/lite_test.c";
-/// Their program's name.
 const SELFTEST_NAME: &str = "lite_test";
 
-/// Compiles [`SELFTEST_SOURCE`] of the kernel tree as its kselftest
-/// Makefile does (`-O2 -Wall`, here with `-Werror`), against the tree's
-/// exported UAPI headers, into `logs`.
+/// As the kselftest Makefile does (`-O2 -Wall`, here with `-Werror`),
+/// against the tree's exported UAPI headers.
 fn build_selftest(cache: &Cache, kernel_src: Option<&Path>, logs: &Path) -> Result<PathBuf> {
     let (headers, tree) = kernel::export_headers(cache, kernel_src)?;
     let source = tree.join(SELFTEST_SOURCE);
@@ -1151,8 +1008,7 @@ fn compile(flags: &[&str], dir: &Path, source: &Path, program: &Path) -> Result<
     Ok(())
 }
 
-/// Whether `hello_cluster`'s console `log` says that it read `message`
-/// back from the next node, as it wrote it.
+/// Whether `hello_cluster` read `message` back from the next node.
 fn read_back_message(log: &str, message: &str) -> bool {
     let quoted = format!(": \"{message}\"");
     log.lines().map(logscan::strip_timestamp).any(|line| {
@@ -1162,8 +1018,6 @@ fn read_back_message(log: &str, message: &str) -> bool {
     })
 }
 
-/// The directory `logs/name`, created, for a phase whose nodes' logs have
-/// the cluster test's names.
 fn phase_logs(logs: &Path, name: &str) -> Result<PathBuf> {
     let dir = logs.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -1359,10 +1213,7 @@ mod tests {
         let err = waited.expect_err("a death in the cluster test stops it");
         let err = format!("{err:#}");
         assert!(err.contains(&death["lite-cm: ".len()..]), "{err}");
-    }
-
-    #[test]
-    fn the_rebooted_victim_may_end_before_the_survivors() {
+        // The rebooted victim may end before the survivors.
         let rejoined = "lite-cm: node 4 (incarnation 2) joined from 10.77.0.4:40100 (gid x), \
                         now 4 live, epoch 7";
         let gone = "lite-cm: node 4 (incarnation 2) declared dead: silent for 10020 ms";
@@ -1535,16 +1386,14 @@ mod tests {
         let survivor = "failure-survivor".to_string();
         let victim = "failure-victim";
         assert_eq!(failure_roles(4), [&survivor, &survivor, &survivor, victim]);
+        assert_eq!(failure_roles(1), [victim]);
         let survivor = "partition-survivor".to_string();
         assert_eq!(partition_roles(3), [&survivor, &survivor, "partition-cut"]);
         assert_eq!(rebooted_name(4), "node4-rejoin");
         assert!(rebooted_log("node4-rejoin", 4));
         assert!(!rebooted_log("node4", 4));
         assert!(!rebooted_log("node3-rejoin", 4));
-    }
-
-    #[test]
-    fn each_node_of_the_partition_test_waits_for_its_own_marker() {
+        // Each node of the partition test waits for its own marker.
         assert_eq!(readiness_marker(3, 3), CUT_READY);
         assert_eq!(readiness_marker(1, 3), SURVIVOR_READY);
     }
@@ -1568,7 +1417,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pauses_fit_the_traffic_and_the_managers_patience() {
+    fn the_pauses_fit_the_traffic_and_the_managers_patience_and_count_only_all_made() {
         // A survivor, never the node that is cut off later.
         let roles = partition_roles(PARTITION_NODES);
         assert_eq!(roles[PAUSED_NODE - 1], PARTITION_SURVIVOR_ROLE);
@@ -1586,10 +1435,7 @@ mod tests {
         // stands still while it is paused, so its traffic lasts that much
         // longer.
         assert!(traffic + PAUSES.length * PAUSES.pauses <= Duration::from_secs(90));
-    }
-
-    #[test]
-    fn the_pauses_count_only_when_all_were_made_under_traffic() {
+        // They count only when all were made under traffic.
         let all = PauseLog {
             pauses: vec![PAUSES.length; PAUSES.pauses as usize],
         };

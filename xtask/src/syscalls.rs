@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 
 use anyhow::{bail, Result};
 
-/// One LITE system call, with its number and its C parameters.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Syscall {
     /// Name without the `sys_` prefix, e.g. `lite_join`.
@@ -93,7 +92,7 @@ pub fn parse_numbers(header: &str) -> Result<Vec<(String, u32)>> {
     Ok(out)
 }
 
-/// C parameters as `(type, name)` pairs.
+/// `(type, name)` pairs.
 pub type Params = Vec<(String, String)>;
 
 /// `(name, params)` of every `SYSCALL_DEFINEn(name, type, arg, ...)`.
@@ -216,12 +215,11 @@ pub fn code_only(source: &str) -> String {
     out
 }
 
-/// The `syscall_64.tbl` line, e.g. `548\t64\tlite_join\t\t\tsys_lite_join`.
+/// E.g. `548\t64\tlite_join\t\t\tsys_lite_join`.
 pub fn table_line(call: &Syscall) -> String {
     format!("{}\t64\t{}\t\t\tsys_{}", call.number, call.name, call.name)
 }
 
-/// The `kernel/sys_ni.c` line, e.g. `COND_SYSCALL(lite_join);`.
 pub fn cond_syscall_line(call: &Syscall) -> String {
     format!("COND_SYSCALL({});", call.name)
 }
@@ -270,12 +268,11 @@ pub fn prototype(call: &Syscall) -> String {
     lines.join("\n")
 }
 
-/// Tabs then spaces reaching column `col`.
 fn continuation_indent(col: usize) -> String {
     format!("{}{}", "\t".repeat(col / 8), " ".repeat(col % 8))
 }
 
-/// Column width with tabs expanded to multiples of 8.
+/// Tabs expanded to multiples of 8.
 fn display_width(line: &str) -> usize {
     line.chars().fold(0, |col, c| {
         if c == '\t' {
@@ -310,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_numbers_in_file_order_and_rejects_duplicates() {
+    fn parses_numbers_and_definitions_rejecting_duplicates_and_wrong_arities() {
         let nums = parse_numbers(HEADER).unwrap();
         let names: Vec<_> = nums.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
@@ -318,10 +315,7 @@ mod tests {
         assert_eq!(numbers, [548, 549, 552]);
         let bad = "#define __NR_lite_a 548\n#define __NR_lite_b 548\n";
         assert!(parse_numbers(bad).is_err());
-    }
-
-    #[test]
-    fn parses_multi_line_definitions_and_skips_comments_and_strings() {
+        // Definitions span lines; comments and strings are skipped.
         let defs = parse_definitions(SOURCE).unwrap();
         let names: Vec<_> = defs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
@@ -338,7 +332,7 @@ mod tests {
     }
 
     #[test]
-    fn generates_prototypes() {
+    fn cross_checks_the_calls_and_generates_their_lines() {
         let calls = load(HEADER, SOURCE).unwrap();
         let (join, id) = (&calls[0], &calls[1]);
         assert_eq!(
@@ -364,10 +358,7 @@ mod tests {
         };
         let one_line = "asmlinkage long sys_lite_free(u64 handle);";
         assert_eq!(prototype(&free), one_line);
-    }
-
-    #[test]
-    fn cross_checks_numbers_and_definitions() {
+        // Numbers and definitions are cross-checked.
         let header = format!("{HEADER}#define __NR_lite_free 554\n");
         let err = load(&header, SOURCE).unwrap_err().to_string();
         assert!(err.contains("without a SYSCALL_DEFINE: lite_free"), "{err}");

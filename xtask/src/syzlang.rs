@@ -4,25 +4,11 @@
 //! syzkaller does not notice when a description stops matching the kernel:
 //! a wrong number fuzzes another call, a shifted or missing argument passes
 //! values where the kernel expects others, a struct with a field too few is
-//! laid out wrong. The test below compares `lite.txt` and `lite.txt.const`
-//! with
-//!
-//! - the `__NR_lite_*` numbers of the uapi header: every call described,
-//!   nothing else, and the same numbers in `lite.txt.const`;
-//! - the `SYSCALL_DEFINEn` of `lite_syscalls.c`, the entry points the kernel
-//!   compiles, hence the authority on arguments: as many, named alike, a
-//!   pointer where C has one, integers of the C width where the description
-//!   fixes a width;
-//! - the `long lite_*(...)` prototypes the header documents, which must
-//!   agree with those definitions too;
-//! - the header's structs: same fields, in order, of the same widths;
-//! - the header's constants: `lite.txt.const` holds their values, and
-//!   `lite.txt` uses none that file lacks (syzkaller would silently drop
-//!   the calls using it).
-//!
-//! The files are read as text by small scanners, enough for the way they
-//! are written; syzkaller's compiler checks the syntax proper. Widths are
-//! those of x86_64, the only architecture LITE numbers its calls for.
+//! laid out wrong. The `SYSCALL_DEFINEn` of `lite_syscalls.c`, the entry
+//! points the kernel compiles, are the authority on arguments. The files
+//! are read as text by small scanners, enough for the way they are
+//! written; syzkaller's compiler checks the syntax proper. Widths are those
+//! of x86_64, the only architecture LITE numbers its calls for.
 
 // Only the tests below use the scanners.
 #![cfg(test)]
@@ -31,22 +17,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syscalls::{self, find_top, Syscall};
 
-/// The inputs, relative to the repository root.
 const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
 const SYSCALLS_C_PATH: &str = "lite-api-c/kernel/lite_syscalls.c";
 const TXT_PATH: &str = "config/syzkaller/lite.txt";
 const CONST_PATH: &str = "config/syzkaller/lite.txt.const";
 
-/// Short names of the inputs, for messages.
+/// For messages.
 const HEADER: &str = "lite.h";
 const SYSCALLS_C: &str = "lite_syscalls.c";
 const TXT: &str = "lite.txt";
 const CONST: &str = "lite.txt.const";
 
-/// The architecture whose values `lite.txt.const` must give.
 const ARCH: &str = "amd64";
 
-/// The four texts compared.
 #[derive(Clone, PartialEq, Debug)]
 struct Sources {
     header: String,
@@ -59,7 +42,6 @@ struct Sources {
 /// argument or field.
 type Decl = (String, String);
 
-/// What a value occupies, as far as the checks can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Width {
     Pointer,
@@ -90,13 +72,12 @@ impl Width {
     }
 }
 
-/// Every drift between the descriptions and the C sources, one message
-/// each; empty when they agree.
+/// Every drift between the descriptions and the C sources.
 fn check(src: &Sources) -> Vec<String> {
     check_readable(src).unwrap_or_else(|unreadable| vec![unreadable])
 }
 
-/// [`check`], or the one problem that a file cannot be read at all.
+/// Or the one problem that a file cannot be read at all.
 fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     // Every numbered call is defined, and only those (see `syscalls::load`).
@@ -160,7 +141,6 @@ fn check_calls(calls: &[Syscall], header: &Header, syz: &Syzlang, problems: &mut
     }
 }
 
-/// `lite.txt.const` gives every call the header's number.
 fn check_numbers(calls: &[Syscall], consts: &ConstFile, problems: &mut Vec<String>) {
     for Syscall { name, number, .. } in calls {
         let key = format!("__NR_{name}");
@@ -203,8 +183,6 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
     }
 }
 
-/// Described structs match the header's, and each header struct is
-/// described.
 fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
     let width = |ty: &str| syz.width(ty, 0);
     for (name, fields) in &header.structs {
@@ -223,13 +201,11 @@ fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
     }
 }
 
-/// One side of a comparison: a file's label, its declarations and how it
-/// tells their widths.
+/// A file's label, its declarations and how it tells their widths.
 type Side<'a> = (&'a str, &'a [Decl], &'a dyn Fn(&str) -> Width);
 
-/// Compares two declaration lists of `what`, the fields of a struct when
-/// it is `struct NAME`, else a call's arguments: count, names in order and,
-/// where both sides tell, widths.
+/// Count, names in order and, where both sides tell, widths of a struct's
+/// fields (`what` is `struct NAME`) or of a call's arguments.
 fn compare_decls(what: &str, a: Side, b: Side, problems: &mut Vec<String>) {
     let ((file_a, decls_a, width_a), (file_b, decls_b, width_b)) = (a, b);
     let in_struct = what.starts_with("struct ");
@@ -267,8 +243,7 @@ fn compare_decls(what: &str, a: Side, b: Side, problems: &mut Vec<String>) {
     }
 }
 
-/// Whether two widths certainly differ: a pointer against an integer, or
-/// integers of different sizes.
+/// Certainly: a pointer against an integer, or integers of other sizes.
 fn widths_disagree(a: Width, b: Width) -> bool {
     match (a, b) {
         (Width::Unknown, _) | (_, Width::Unknown) => false,
@@ -279,7 +254,6 @@ fn widths_disagree(a: Width, b: Width) -> bool {
     }
 }
 
-/// The width of a C type as the header and `lite_syscalls.c` spell them.
 fn c_width(ty: &str) -> Width {
     if ty.contains('*') {
         return Width::Pointer;
@@ -301,13 +275,11 @@ fn c_width(ty: &str) -> Width {
 // ---------------------------------------------------------------------------
 // The uapi header
 
-/// What the checks need from the uapi header.
 #[derive(Default)]
 struct Header {
     /// Every `#define`d object-like macro, with its value when it is an
     /// integer the scanner can evaluate.
     defines: BTreeMap<String, Option<u64>>,
-    /// `struct name { fields };`
     structs: BTreeMap<String, Vec<Decl>>,
     /// The `long lite_*(...)` prototypes of the comments.
     prototypes: BTreeMap<String, Vec<Decl>>,
@@ -327,8 +299,7 @@ fn parse_header(text: &str, problems: &mut Vec<String>) -> Header {
     header
 }
 
-/// Evaluates the integer expressions the header uses: literals with
-/// suffixes, parentheses and `<<`.
+/// Literals with suffixes, parentheses and `<<`.
 fn eval_c(expr: &str) -> Option<u64> {
     let expr = expr.trim();
     if let Some(inner) = expr.strip_prefix('(').and_then(|e| e.strip_suffix(')')) {
@@ -351,7 +322,6 @@ fn eval_c(expr: &str) -> Option<u64> {
     }
 }
 
-/// `struct NAME { TYPE FIELD; ... };` in C code without comments.
 fn parse_c_structs(code: &str, header: &mut Header, problems: &mut Vec<String>) {
     let mut rest = code;
     while let Some(pos) = rest.find("struct ") {
@@ -405,8 +375,7 @@ fn split_c_decl(decl: &str) -> Option<(String, String)> {
     Some((ty, name.to_string()))
 }
 
-/// The text of the C comments of `source`, with the ` * ` that starts
-/// their lines removed.
+/// Without the ` * ` that starts their lines.
 fn comment_text(source: &str) -> String {
     let mut out = String::new();
     let mut rest = source;
@@ -465,9 +434,8 @@ fn parse_prototypes(comments: &str, header: &mut Header, problems: &mut Vec<Stri
 // ---------------------------------------------------------------------------
 // The syzlang descriptions
 
-/// A syscall description, `name$variant(args) ret`.
+/// `name$variant(args) ret`.
 struct SynCall {
-    /// With the variant, as written.
     name: String,
     /// Before `$`: the kernel's name of the call.
     base: String,
@@ -475,22 +443,19 @@ struct SynCall {
     line: usize,
 }
 
-/// What the checks need from a syzlang file.
 #[derive(Default)]
 struct Syzlang {
     calls: Vec<SynCall>,
     structs: BTreeMap<String, Vec<Decl>>,
-    /// Resource name to underlying type.
+    /// Resource and type alias names to underlying types.
     resources: BTreeMap<String, String>,
-    /// Type alias name to underlying type.
     aliases: BTreeMap<String, String>,
     /// Constants the descriptions use, each with the first line using it.
     consts_used: BTreeMap<String, usize>,
 }
 
-/// Reads the lines `lite.txt` is made of: `include`, resources, type
-/// aliases, calls, structs and flags. Anything else (a union, a template,
-/// a `define`) is reported as unreadable.
+/// `include`, resources, type aliases, calls, structs and flags; anything
+/// else (a union, a template, a `define`) is reported as unreadable.
 fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
     let mut syz = Syzlang::default();
     // The struct being read: its name and its fields so far.
@@ -580,8 +545,6 @@ fn parse_call(name: &str, after: &str, line: usize) -> Result<SynCall, String> {
 }
 
 impl Syzlang {
-    /// The width of syzlang type `ty` on x86_64, given the resources and
-    /// type aliases.
     fn width(&self, ty: &str, depth: usize) -> Width {
         // Resources and aliases refer to each other only a few levels deep.
         if depth > 16 {
@@ -611,7 +574,7 @@ impl Syzlang {
     }
 }
 
-/// The size of `intN`, `intNbe` and `boolN`.
+/// Of `intN`, `intNbe` and `boolN`.
 fn int_bytes(name: &str) -> Option<u64> {
     let bits = name.strip_prefix("int").or(name.strip_prefix("bool"))?;
     match bits.strip_suffix("be").unwrap_or(bits) {
@@ -623,7 +586,7 @@ fn int_bytes(name: &str) -> Option<u64> {
     }
 }
 
-/// A syzlang type `name[args]`: its name and arguments.
+/// `name[args]`.
 fn parse_type(text: &str) -> (&str, Vec<&str>) {
     let text = text.trim();
     match text.find('[') {
@@ -638,8 +601,8 @@ fn parse_type(text: &str) -> (&str, Vec<&str>) {
     }
 }
 
-/// Splits a field's `type (attrs)` into the type and the rest: the type
-/// ends at the first blank outside brackets.
+/// A field's `type (attrs)`: the type ends at the first blank outside
+/// brackets.
 fn split_type(text: &str) -> (&str, &str) {
     match find_top(text, "", |c, depth| c.is_whitespace() && depth == 0) {
         Some(i) => (&text[..i], text[i..].trim()),
@@ -661,7 +624,6 @@ fn split_top(text: &str, sep: char) -> Vec<&str> {
     parts
 }
 
-/// Index of the bracket closing one already opened.
 fn closing_bracket(text: &str) -> Option<usize> {
     find_top(text, "", |c, depth| depth == 0 && matches!(c, ')' | ']'))
 }
@@ -671,8 +633,7 @@ fn strip_comment(line: &str) -> &str {
     find_top(line, "\"`", |c, _| c == '#').map_or(line, |i| &line[..i])
 }
 
-/// Identifiers of `line` (outside strings) that name constants: upper
-/// case ones, and system call numbers.
+/// Upper case identifiers outside strings, and system call numbers.
 fn constants_in(line: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut word = String::new();
@@ -713,9 +674,8 @@ fn is_ident_char(c: char) -> bool {
 /// A `.const` file's values for `ARCH`; `None` for `???` (undefined).
 type ConstFile = BTreeMap<String, Option<u64>>;
 
-/// Reads the format syz-extract and syz-sysgen write: an `arches = ...`
-/// line, then `NAME = VALUE`, where VALUE is a default and/or
-/// `arch[:arch...]:value` entries, `???` meaning undefined.
+/// syz-extract's format: `arches = ...`, then `NAME = VALUE`, VALUE a
+/// default and/or `arch[:arch...]:value` entries, `???` for undefined.
 fn parse_consts(text: &str) -> Result<ConstFile, String> {
     let mut seen_arches = false;
     let mut values = BTreeMap::new();
@@ -767,7 +727,6 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
     Ok(values)
 }
 
-/// A `.const` value: `???`, decimal or `0x` hexadecimal.
 fn parse_const_value(text: &str) -> Option<Option<u64>> {
     if text == "???" {
         return Some(None);
@@ -790,7 +749,6 @@ mod tests {
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
     }
 
-    /// The repository's four files.
     fn load() -> Sources {
         Sources {
             header: read(HEADER_PATH),
@@ -965,7 +923,7 @@ mod tests {
     }
 
     #[test]
-    fn c_declarations_are_split() {
+    fn c_declarations_are_split_and_header_and_const_file_values_read() {
         let split = |d: &str| split_c_decl(d).unwrap();
         assert_eq!(
             split("const char *cm_ip"),
@@ -978,10 +936,7 @@ mod tests {
         assert_eq!(c_width("unsigned int"), Width::Bytes(4));
         assert_eq!(c_width("u64"), Width::Bytes(8));
         assert_eq!(c_width("__u8 [16]"), Width::Unknown);
-    }
-
-    #[test]
-    fn header_values_are_evaluated() {
+        // The header's values.
         assert_eq!(eval_c("548"), Some(548));
         assert_eq!(eval_c("0x80000000u"), Some(0x8000_0000));
         assert_eq!(eval_c("0x10ull"), Some(16));
@@ -989,10 +944,7 @@ mod tests {
         assert_eq!(eval_c("(1ull << 40)"), Some(1 << 40));
         assert_eq!(eval_c("((port) | ((priority) << 16))"), None);
         assert_eq!(eval_c(""), None);
-    }
-
-    #[test]
-    fn const_files_are_read_per_architecture() {
+        // The const file is read for amd64.
         let text = "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n";
         let file = parse_consts(text).unwrap();
         let values = [("A", Some(1)), ("B", Some(3)), ("D", None), ("E", Some(16))];
@@ -1023,27 +975,19 @@ mod tests {
         assert_eq!(syz.calls.len(), 1);
         let call = &syz.calls[0];
         assert_eq!((&call.name[..], &call.base[..]), ("call$v", "call"));
-        // Each `name: type`.
-        let decls = |text: &str| -> Vec<Decl> {
-            let decl = |d: &str| {
-                d.split_once(": ")
-                    .map(|(n, t)| (t.to_string(), n.to_string()))
-            };
-            text.split("; ")
-                .map(|d| decl(d).expect("name: type"))
-                .collect()
-        };
-        assert_eq!(call.args, decls("a: ptr[in, string[\"#x\"]]; b: flags[fs]"));
-        let fields = decls("f1: ptr64[in, array[int8]]; f2: len[f1, int32]");
+        let decl = |name: &str, ty: &str| (ty.to_string(), name.to_string());
+        let args = [decl("a", "ptr[in, string[\"#x\"]]"), decl("b", "flags[fs]")];
+        assert_eq!(call.args, args);
+        let fields = [
+            decl("f1", "ptr64[in, array[int8]]"),
+            decl("f2", "len[f1, int32]"),
+        ];
         assert_eq!(syz.structs["s"], fields);
         assert_eq!(syz.resources["r"], "int32");
         assert_eq!(syz.aliases["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
         assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
-    }
-
-    #[test]
-    fn unreadable_syzlang_is_reported() {
+        // Unreadable lines are reported.
         let mut problems = Vec::new();
         parse_syzlang("call(a ptr[in, int8]\nwhat is this\ns {\n", &mut problems);
         assert_eq!(problems.len(), 3, "{problems:#?}");

@@ -19,24 +19,18 @@
 
 use crate::logscan::strip_timestamp;
 
-/// Start of the line the guest's `/init` prints before each program of a
-/// role that runs several: `LITE-GUEST-PROGRAM <name>`.
+/// `LITE-GUEST-PROGRAM <name>`.
 pub const PROGRAM_MARKER: &str = "LITE-GUEST-PROGRAM ";
 
-/// The console output of one program of a role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgramOutput {
-    /// The program's name from its marker; `None` for a whole log without
-    /// markers.
+    /// `None` for a whole log without markers.
     pub name: Option<String>,
-    /// Its lines, up to the next marker or the end of the log.
     pub text: String,
 }
 
-/// Cuts a console log at every line with a [`PROGRAM_MARKER`] into each
-/// program's output, in order. What comes before the first marker (the
-/// boot) belongs to no program and is left out; a log without markers is
-/// one part, unnamed.
+/// What comes before the first marker (the boot) belongs to no program;
+/// a log without markers is one part, unnamed.
 pub fn split_programs(log: &str) -> Vec<ProgramOutput> {
     let mut parts: Vec<ProgramOutput> = Vec::new();
     let mut before_any = String::new();
@@ -66,8 +60,7 @@ pub fn split_programs(log: &str) -> Vec<ProgramOutput> {
     parts
 }
 
-/// Result of one test point (or KUnit case or suite): `ok`, `not ok`,
-/// `ok ... # SKIP`.
+/// Of a test point, KUnit case or suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Pass,
@@ -75,42 +68,36 @@ pub enum Outcome {
     Skip,
 }
 
-/// One TAP test point.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TestPoint {
-    /// Test number.
     pub number: u64,
-    /// Description, without the leading `- ` and the directive.
+    /// Without the leading `- ` and the directive.
     pub description: String,
     pub outcome: Outcome,
-    /// Diagnostic lines following a `not ok`.
+    /// The `#` lines following a `not ok`.
     pub diagnostics: Vec<String>,
 }
 
-/// All TAP found in one log.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Test points in order.
     pub points: Vec<TestPoint>,
-    /// The `1..N` plan.
+    /// `1..N`.
     pub planned: Option<u64>,
-    /// The final `P passed, F failed` line.
+    /// `P passed, F failed`.
     pub summary: Option<(u64, u64)>,
 }
 
-/// Most diagnostic lines kept per failure.
+/// Per failure.
 const MAX_DIAGNOSTICS: usize = 30;
 
 impl Report {
-    /// Parses TAP lines out of a console log.
     pub fn parse(log: &str) -> Self {
         Self::parse_points(log, DASH)
     }
 
-    /// Parses the TAP of a kselftest program out of a console log: its
-    /// result lines have no dash (`ok 1 fixture.name`), so only what comes
-    /// after the guest's [`crate::demo::RUN_MARKER`] line is read, leaving
-    /// out the KUnit results of the boot.
+    /// kselftest's result lines have no dash (`ok 1 fixture.name`), so only
+    /// what follows [`crate::demo::RUN_MARKER`] is read, leaving out the
+    /// KUnit results of the boot.
     pub fn parse_kselftest(log: &str) -> Self {
         let program = log
             .split_once(crate::demo::RUN_MARKER)
@@ -118,8 +105,7 @@ impl Report {
         Self::parse_points(program, " ")
     }
 
-    /// Parses the TAP lines of `log`, whose result lines have `separator`
-    /// after their number.
+    /// `separator` follows the result lines' number.
     fn parse_points(log: &str, separator: &str) -> Self {
         let mut report = Report::default();
         // Whether diagnostics currently attach to the last (failed) point.
@@ -158,34 +144,30 @@ impl Report {
         report
     }
 
-    /// Test points with `outcome`.
     fn count(&self, outcome: Outcome) -> u64 {
         self.points.iter().filter(|p| p.outcome == outcome).count() as u64
     }
 
-    /// Passed test points (skipped ones excluded).
+    /// Skipped ones excluded.
     pub fn passed(&self) -> u64 {
         self.count(Outcome::Pass)
     }
 
-    /// Skipped test points.
     pub fn skipped(&self) -> u64 {
         self.count(Outcome::Skip)
     }
 
-    /// Failed test points, plus planned points that never reported.
+    /// Plus planned points that never reported.
     pub fn failed(&self) -> u64 {
         self.count(Outcome::Fail) + self.missing()
     }
 
-    /// Planned points that never reported.
     pub fn missing(&self) -> u64 {
         self.planned
             .unwrap_or(0)
             .saturating_sub(self.points.len() as u64)
     }
 
-    /// Every reason the run is not a success.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.points.is_empty() {
@@ -219,10 +201,9 @@ impl Report {
     }
 }
 
-/// A result line, its number and description apart by `separator`:
 /// `ok 1 - desc`, `not ok 2 - desc`, `ok 3 - desc # SKIP why` with
-/// [`DASH`], `ok 1 fixture.name` with a blank as kselftest and KUnit print
-/// them. Its outcome, number and description without the directive.
+/// `separator` [`DASH`], `ok 1 fixture.name` with a blank (kselftest,
+/// KUnit); the description without the directive.
 pub fn result_line<'a>(line: &'a str, separator: &str) -> Option<(Outcome, u64, &'a str)> {
     let (passed, rest) = match line.strip_prefix("not ok ") {
         Some(rest) => (false, rest),
@@ -247,7 +228,7 @@ pub fn result_line<'a>(line: &'a str, separator: &str) -> Option<(Outcome, u64, 
 /// when a suite runs, and those are not the test's points.
 const DASH: &str = " - ";
 
-/// A failure's `head` line with its diagnostic `lines` indented below it.
+/// `lines` indented below `head`.
 pub fn with_diagnostics(
     mut head: String,
     lines: impl IntoIterator<Item = impl AsRef<str>>,
@@ -270,7 +251,6 @@ fn summary_line(line: &str) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
 
-    /// Passed, failed and skipped points.
     fn counts(report: &Report) -> (u64, u64, u64) {
         (report.passed(), report.failed(), report.skipped())
     }
@@ -312,7 +292,7 @@ LITE-GUEST-EXIT rc=1
 ";
 
     #[test]
-    fn parses_points_diagnostics_and_summary() {
+    fn parses_points_diagnostics_and_summary_and_fails_what_is_missing() {
         let report = Report::parse(LOG);
         assert_eq!(report.planned, Some(4));
         assert_eq!(report.points.len(), 4);
@@ -325,10 +305,12 @@ LITE-GUEST-EXIT rc=1
         let problems = report.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("offset 4096"));
-    }
-
-    #[test]
-    fn missing_results_and_an_inconsistent_summary_fail() {
+        // Without markers, the log is one unnamed program.
+        let parts = split_programs(LOG);
+        assert_eq!((parts.len(), &parts[0].name), (1, &None));
+        assert_eq!(Report::parse(&parts[0].text), report);
+        assert_eq!(split_programs("")[0].text, "");
+        // Missing results and an inconsistent summary fail.
         let report = Report::parse("1..3\nok 1 - a\n");
         assert_eq!(report.failed(), 2);
         assert!(report.problems()[0].contains("2 of 3 planned"));
@@ -385,13 +367,5 @@ LITE-GUEST-EXIT rc=1
         let merged = Report::parse(TWO_PROGRAMS);
         assert_eq!(merged.planned, Some(3));
         assert!(!merged.problems().is_empty());
-    }
-
-    #[test]
-    fn a_log_without_markers_is_one_unnamed_program() {
-        let parts = split_programs(LOG);
-        assert_eq!((parts.len(), &parts[0].name), (1, &None));
-        assert_eq!(Report::parse(&parts[0].text), Report::parse(LOG));
-        assert_eq!(split_programs("")[0].text, "");
     }
 }

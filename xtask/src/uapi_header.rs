@@ -11,26 +11,18 @@ use anyhow::Result;
 use crate::paths::repo_root;
 use crate::process;
 
-/// The UAPI include directory of the project, relative to its root.
 const UAPI_INCLUDE: &str = "lite-api-c/include/uapi";
-
-/// The header, relative to [`UAPI_INCLUDE`].
 const HEADER: &str = "linux/lite.h";
-
-/// Where the system's UAPI headers are (`linux-libc-dev`), which
-/// `<linux/lite.h>` includes.
+/// `linux-libc-dev`'s, which `<linux/lite.h>` includes.
 const SYSTEM_INCLUDE: &str = "/usr/include";
-
-/// The compilers and their flags: the kernel's header test (C90), a
-/// recent C, and C++.
+/// The kernel's header test (C90), a recent C, and C++.
 const COMPILERS: [(&str, &str); 3] = [
     ("cc", "-x c -std=c90 -Wall -Werror"),
     ("cc", "-x c -std=c11 -Wall -Wextra -pedantic -Werror"),
     ("c++", "-x c++ -std=c++11 -Wall -Wextra -pedantic -Werror"),
 ];
 
-/// Checks the header with every compiler of [`COMPILERS`] and with
-/// `kernel_src`'s `usr/include/headers_check.pl`.
+/// And `kernel_src`'s `usr/include/headers_check.pl`.
 pub fn check(kernel_src: &Path) -> Result<()> {
     let include = repo_root().join(UAPI_INCLUDE);
     let header = include.join(HEADER);
@@ -44,8 +36,7 @@ pub fn check(kernel_src: &Path) -> Result<()> {
     crate::ui::fail_listing(&format!("{HEADER} fails the header checks"), &problems)
 }
 
-/// What the compilers of [`COMPILERS`] say of `header`, included twice
-/// with `include` on the include path.
+/// `header` included twice.
 fn compile(include: &Path, header: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for (compiler, flags) in COMPILERS {

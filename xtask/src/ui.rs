@@ -58,8 +58,7 @@ impl std::fmt::Display for ReportedExitStatus {
 
 impl std::error::Error for ReportedExitStatus {}
 
-/// Fails with `what`, then each of `items` on an indented line of its
-/// own, unless there are none.
+/// Each of `items` on an indented line of its own, unless there are none.
 pub fn fail_listing(what: &str, items: &[impl AsRef<str>]) -> anyhow::Result<()> {
     if items.is_empty() {
         return Ok(());
@@ -68,7 +67,7 @@ pub fn fail_listing(what: &str, items: &[impl AsRef<str>]) -> anyhow::Result<()>
     anyhow::bail!("{what}:\n  {}", items.join("\n  "))
 }
 
-/// Prints a line and flushes, so progress shows up immediately when stdout is a pipe.
+/// Flushes, so progress shows up immediately when stdout is a pipe.
 pub fn say(line: &str) {
     if cfg!(test) {
         // println! output is captured by the test harness; direct writes are not.
@@ -81,12 +80,11 @@ pub fn say(line: &str) {
     let _ = out.flush();
 }
 
-/// Prints an indented progress line for a running step.
 pub fn progress(line: &str) {
     say(&format!("    {line}"));
 }
 
-/// Formats a duration as `42s`, `3m07s` or `1h02m`.
+/// `42s`, `3m07s` or `1h02m`.
 pub fn duration(d: Duration) -> String {
     let secs = d.as_secs();
     if secs < 60 {

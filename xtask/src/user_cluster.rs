@@ -1,10 +1,6 @@
-//! `cargo xtask cluster`: the tests' QEMU cluster ([`Cluster`], with the
-//! API tests' tolerant dead-after) for a program of one's own (`--exec`,
-//! see [`ProgramArchive`] and [`run_program`]: every node runs it, its
-//! console shown, and the command exits with the worst node's status,
-//! [`NodeStatus`]), or for a shell on node 1 (`--shell`, see [`shell`]).
-//! Either way the program or shell has [`program_environment`], through
-//! [`ENV_PARAM`] on the kernel command line, and joins the cluster itself.
+//! `cargo xtask cluster` (README, "Running your own program on the test
+//! cluster"): the program or shell joins the cluster itself, with
+//! [`program_environment`] given through [`ENV_PARAM`].
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -26,39 +22,31 @@ use crate::paths::Cache;
 use crate::ui::{self, ReportedExitStatus};
 use crate::{initramfs, interrupt, logscan, process};
 
-/// Guest role that runs the user's program ([`GUEST_COMMAND`]).
+/// Runs [`GUEST_COMMAND`].
 const EXEC_ROLE: &str = "exec";
-/// Guest role of the node whose console is the terminal, with `--shell`.
+/// With `--shell`, node [`SHELL_NODE`]'s console is the terminal; the
+/// other nodes join, then wait.
 const SHELL_ROLE: &str = "shell";
-/// Guest role of the other nodes with `--shell`: join, then wait.
 const IDLE_ROLE: &str = "idle";
-/// The node whose console is the terminal, with `--shell`.
 const SHELL_NODE: usize = 1;
-/// Kernel parameter, given once per variable as `lite.env=NAME=VALUE`,
-/// from which `/init` makes the environment of the program or shell.
+/// Once per variable, `lite.env=NAME=VALUE`.
 const ENV_PARAM: &str = "lite.env=";
-/// Where the guests have the user's program, under its own file name.
 const GUEST_PROGRAM_DIR: &str = "opt/lite-exec/bin";
-/// The script that runs the program with its arguments; role
-/// [`EXEC_ROLE`] of `/init` runs it.
+/// Runs the program with its arguments.
 const GUEST_COMMAND: &str = "opt/lite-exec/run.sh";
-/// The command's exit status when a node never finished its program, as
-/// `timeout(1)`'s when its command ran out of time.
+/// Of a node that never finished its program, as `timeout(1)`'s.
 const UNFINISHED_EXIT_STATUS: u8 = 124;
-/// `--timeout`'s default, in seconds: the boot of a few debug-kernel VMs
-/// under emulation and a short program, with room to spare.
+/// A few debug-kernel VMs' boot under emulation and a short program, with
+/// room to spare.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 
-/// What `cargo xtask cluster` does with the cluster.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Session {
     /// Runs a program on every node.
     Exec {
-        /// The program, on the host.
         program: PathBuf,
-        /// Its arguments.
         args: Vec<OsString>,
-        /// How long the nodes may take, from the cluster's start.
+        /// From the cluster's start.
         timeout: Duration,
     },
     /// A shell on node [`SHELL_NODE`]'s console, on this terminal.
@@ -66,9 +54,8 @@ pub enum Session {
 }
 
 impl Session {
-    /// The session of a command line that gave `--exec PATH ARGS...`, the
-    /// values of which are `exec`, or else `--shell` (the command line's
-    /// parser allows exactly one of them, and no `--exec` without PATH).
+    /// `--exec PATH ARGS...` or else `--shell` (the parser allows exactly
+    /// one, and no `--exec` without PATH).
     pub fn new(exec: Option<Vec<OsString>>, timeout: Duration) -> Self {
         match exec.as_deref() {
             Some([program, args @ ..]) => Session::Exec {
@@ -81,7 +68,6 @@ impl Session {
     }
 }
 
-/// `cargo xtask cluster`.
 pub fn run(
     nodes: usize,
     flavour: Flavour,
@@ -114,19 +100,15 @@ pub fn run(
     }
 }
 
-/// The user's program as the guests get it: the files of a cpio archive
-/// appended to their initramfs.
+/// A cpio archive appended to the guests' initramfs.
 pub struct ProgramArchive {
-    /// The program's file name, its name in the guests too.
-    name: String,
-    /// Path in the guests and contents of every file: the program,
-    /// [`GUEST_COMMAND`] and the program's shared libraries.
+    /// Also in the guests.
+    pub name: String,
+    /// The program, [`GUEST_COMMAND`] and the program's shared libraries.
     files: Vec<(String, Vec<u8>)>,
 }
 
 impl ProgramArchive {
-    /// Reads `program` and, if it is dynamically linked, the shared
-    /// libraries it needs, for a run with `args`.
     pub fn new(program: &Path, args: &[OsString]) -> Result<Self> {
         let contents = fs::read(program)
             .with_context(|| format!("cannot read the program {}", program.display()))?;
@@ -155,37 +137,25 @@ impl ProgramArchive {
         Ok(Self { name, files })
     }
 
-    /// The program's file name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The archive itself.
     fn bytes(&self) -> Vec<u8> {
         newc::archive(&newc::with_directories(&self.files, REGULAR_FILE | 0o755))
     }
 }
 
-/// How a program starts, as far as what the guests need goes.
+/// What the guests need for a program.
 #[derive(Debug, PartialEq, Eq)]
 enum Linking {
-    /// A `#!` script: its interpreter must be in the guests (busybox's
-    /// `sh`, or `python3`).
+    /// Its interpreter is in the guests (busybox's `sh`, or `python3`).
     Script,
-    /// An ELF executable without an interpreter, which needs nothing else.
     Static,
-    /// An ELF executable with an interpreter (`PT_INTERP`), which needs
-    /// the shared libraries `ldd` lists.
+    /// With an ELF interpreter: the shared libraries `ldd` lists.
     Dynamic,
 }
 
-/// ELF's `e_machine` of x86-64, the guests' machine.
 const EM_X86_64: u16 = 62;
-/// The program header type naming the ELF interpreter.
 const PT_INTERP: u32 = 3;
 
-/// How the program whose file holds `bytes` starts, or why the guests
-/// cannot run it.
+/// Or why the guests cannot run it.
 fn linking(bytes: &[u8]) -> Result<Linking, String> {
     if bytes.starts_with(b"#!") {
         return Ok(Linking::Script);
@@ -219,7 +189,6 @@ fn linking(bytes: &[u8]) -> Result<Linking, String> {
     Ok(Linking::Static)
 }
 
-/// The little-endian integer of `len` bytes at `at`, if `bytes` holds them.
 fn read_le(bytes: &[u8], at: usize, len: usize) -> Option<u64> {
     let field = bytes.get(at..at.checked_add(len)?)?;
     Some(
@@ -230,11 +199,9 @@ fn read_le(bytes: &[u8], at: usize, len: usize) -> Option<u64> {
     )
 }
 
-/// The absolute path `path` (a library's, as `initramfs` installs it: see
-/// [`initramfs::guest_library_path`]) relative to the guests' root. The guests'
-/// `/lib` and `/lib64` are links into `/usr`: a path under them (on a host
-/// without merged `/usr`) is named by its place in `/usr`, so that no
-/// directory entry of the archive replaces one of those links.
+/// `path` relative to the guests' root. Their `/lib` and `/lib64` are links
+/// into `/usr`: a path under them (from a host without merged `/usr`) is
+/// named by its place in `/usr`, so that no directory entry replaces them.
 fn merged_usr_path(path: &Path) -> Result<String> {
     let relative = path
         .strip_prefix("/")
@@ -250,8 +217,7 @@ fn merged_usr_path(path: &Path) -> Result<String> {
     )
 }
 
-/// The script [`GUEST_COMMAND`]: runs program `name`, in
-/// [`GUEST_PROGRAM_DIR`], with `args`, whatever bytes they hold.
+/// [`GUEST_COMMAND`], with `args` whatever bytes they hold.
 fn command_script(name: &str, args: &[OsString]) -> Vec<u8> {
     let program = format!("/{GUEST_PROGRAM_DIR}/{name}");
     let mut script =
@@ -264,9 +230,8 @@ fn command_script(name: &str, args: &[OsString]) -> Vec<u8> {
     script
 }
 
-/// `words` for `sh`, each one in single quotes (each `'` in it written
-/// `'\''`), separated by spaces: no character in them means anything to
-/// the shell.
+/// Each word in single quotes (`'` written `'\''`): no character in them
+/// means anything to the shell.
 fn shell_words<'a>(words: impl Iterator<Item = &'a OsStr>) -> Vec<u8> {
     let mut line = Vec::new();
     for word in words {
@@ -286,11 +251,8 @@ fn shell_words<'a>(words: impl Iterator<Item = &'a OsStr>) -> Vec<u8> {
     line
 }
 
-/// The environment of the program or shell on node `node` (from 1) of
-/// `nodes`: the cluster manager's address as `LITE_CM_ADDRESS`, `IP:PORT`
-/// (the variable, in the form, that `userspace/compat`'s
-/// `userspace_liteapi_join` reads), the node's own address as
-/// `LITE_NODE_ADDRESS` and the cluster size as `LITE_NODES`.
+/// `LITE_CM_ADDRESS` is `IP:PORT`, as `userspace/compat`'s
+/// `userspace_liteapi_join` reads it.
 pub(crate) fn program_environment(node: usize, nodes: usize) -> Vec<(&'static str, String)> {
     vec![
         (
@@ -302,9 +264,7 @@ pub(crate) fn program_environment(node: usize, nodes: usize) -> Vec<(&'static st
     ]
 }
 
-/// The kernel parameters that give node `node` of `nodes` its
-/// [`program_environment`], one [`ENV_PARAM`] per variable. No value holds
-/// a blank, which a kernel parameter cannot carry.
+/// No value holds a blank, which a kernel parameter cannot carry.
 fn environment_params(node: usize, nodes: usize) -> Vec<String> {
     program_environment(node, nodes)
         .into_iter()
@@ -312,7 +272,6 @@ fn environment_params(node: usize, nodes: usize) -> Vec<String> {
         .collect()
 }
 
-/// The guest roles of `--shell`'s `nodes` nodes.
 fn shell_roles(nodes: usize) -> Vec<String> {
     let mut roles = vec![IDLE_ROLE.to_string(); nodes];
     if let Some(shell) = roles.get_mut(SHELL_NODE - 1) {
@@ -321,22 +280,17 @@ fn shell_roles(nodes: usize) -> Vec<String> {
     roles
 }
 
-/// How one node's program (or shell) ended; the derived order goes from
-/// best to worst.
+/// How one node's program (or shell) ended; ordered from best to worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NodeStatus {
-    /// It exited 0.
     Succeeded,
-    /// It exited with this status (not 0); `/init`'s own failures before
-    /// the program (the network, the secret) are 1 too.
+    /// Not 0; `/init`'s own failures before the program are 1 too.
     Failed(u8),
-    /// The node never reported its exit: it timed out, crashed or was
-    /// stopped (after another node failed, or on a node's death).
+    /// No `LITE-GUEST-EXIT`: timed out, crashed or stopped.
     Unfinished,
 }
 
 impl NodeStatus {
-    /// The status a node's console log reports (`LITE-GUEST-EXIT rc=N`).
     pub fn of_console(log: &str) -> Self {
         match logscan::guest_exit(log) {
             None => NodeStatus::Unfinished,
@@ -351,7 +305,6 @@ impl NodeStatus {
         }
     }
 
-    /// The command's exit status for this node's.
     fn exit_status(self) -> u8 {
         match self {
             NodeStatus::Succeeded => 0,
@@ -371,33 +324,25 @@ impl NodeStatus {
     }
 }
 
-/// The worst of `statuses`: a node that never finished, else the highest
-/// exit status of a failed program; success only if every node succeeded.
 fn worst(statuses: impl IntoIterator<Item = NodeStatus>) -> NodeStatus {
     statuses.into_iter().max().unwrap_or(NodeStatus::Succeeded)
 }
 
-/// How the program ran on the cluster.
 pub struct ProgramRun {
-    /// Every node, in order.
     pub nodes: Vec<NodeRun>,
     /// How the wait for the nodes ended (a timeout, a node declared dead).
     pub waited: Result<()>,
 }
 
-/// How the program ran on one node.
 pub struct NodeRun {
-    /// The node's name, e.g. `node1`.
     pub name: String,
     /// Its console log.
     pub log: PathBuf,
-    /// How its program ended.
     pub status: NodeStatus,
 }
 
-/// Boots `nodes` VMs of `images` with `archive` and waits until every one
-/// has run the program, at most `timeout` from the cluster's start,
-/// showing their consoles meanwhile; logs go to `logs`.
+/// Shows the consoles until every node ran the program, at most `timeout`
+/// from the cluster's start.
 pub fn run_program(
     images: &Images,
     logs: &Path,
@@ -430,8 +375,7 @@ pub fn run_program(
     Ok(ProgramRun { nodes, waited })
 }
 
-/// Prints how the program ended on each node; fails with the worst status
-/// ([`worst`]) unless every node succeeded.
+/// Fails with the worst status unless every node succeeded.
 fn report(run: &ProgramRun, logs: &Path) -> Result<()> {
     ui::say("==> cluster summary");
     for node in &run.nodes {
@@ -458,9 +402,8 @@ fn report(run: &ProgramRun, logs: &Path) -> Result<()> {
     }
 }
 
-/// Prints, for each node (name, console log) whose console shows a kernel
-/// problem ([`logscan::first_crash`]), where. Only shown: the user's
-/// program writes to the same console, and its status is its own.
+/// Only shown: the user's program writes to the same console, and its
+/// status is its own.
 fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathBuf)>) {
     for (name, log) in nodes {
         if let Some(crash) = logscan::first_crash(&logscan::read_log(log)) {
@@ -473,8 +416,7 @@ fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathB
     }
 }
 
-/// `--shell`: boots the cluster with node [`SHELL_NODE`]'s console on this
-/// terminal and waits until that VM ends, once its shell exited; the
+/// Until node [`SHELL_NODE`]'s VM ends, once its shell exited; the
 /// command's status is the shell's.
 fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     let environment = |i: usize| environment_params(i, nodes);
@@ -505,9 +447,8 @@ fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     }
 }
 
-/// The settings of the terminal on standard input, if it is one, put back
-/// when dropped: QEMU makes the terminal raw for a console on it, and
-/// restores it when it exits by itself, not when it is killed.
+/// Put back when dropped: QEMU makes the terminal raw for a console on it,
+/// and restores it only when it exits by itself.
 struct SavedTerminal {
     settings: Option<OsString>,
 }
@@ -543,8 +484,7 @@ impl Drop for SavedTerminal {
     }
 }
 
-/// The tests' initramfs followed by a program's archive, in a private
-/// directory (the program may be private too), removed with this value.
+/// In a private directory (the program may be private too).
 struct InitrdWithProgram {
     dir: TempDir,
 }
@@ -579,26 +519,19 @@ mod tests {
         for param in environment_params(1, 32) {
             assert!(!param.contains(char::is_whitespace), "{param}");
         }
-    }
-
-    #[test]
-    fn node_1_gets_the_shell_and_the_others_idle() {
+        // Node 1 gets the shell, the others idle.
         assert_eq!(shell_roles(1), ["shell"]);
         assert_eq!(shell_roles(3), ["shell", "idle", "idle"]);
     }
 
     #[test]
-    fn the_command_script_runs_the_program_with_its_arguments() {
+    fn every_argument_reaches_the_program_unchanged() {
         let script = command_script("hello_cluster", &[OsString::from("it's here")]);
         assert_eq!(
             String::from_utf8_lossy(&script),
             "#!/bin/sh\n# Written by cargo xtask cluster --exec: the program and its arguments.\n\
              exec '/opt/lite-exec/bin/hello_cluster' 'it'\\''s here'\n"
         );
-    }
-
-    #[test]
-    fn every_argument_reaches_the_program_unchanged() {
         let args = "plain|a b|it's||$HOME|`id`|*|back\\slash|two\nlines|'|\"";
         let args: Vec<OsString> = (args.split('|').map(OsString::from))
             .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
