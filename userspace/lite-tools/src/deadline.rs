@@ -413,10 +413,8 @@ mod tests {
             -c_long::from(libc::EIO)
         });
         assert_eq!(retried.map(|r| r.ret), Ok(-c_long::from(libc::EIO)));
-    }
 
-    #[test]
-    fn a_retry_that_stays_busy_fails_naming_what_it_waited_for() {
+        // One that stays busy fails naming what it waited for.
         let deadline = Deadline::after(Duration::from_millis(50), "room in node 3's ring");
         let begun = Instant::now();
         let mut tries = 0;
@@ -464,15 +462,6 @@ mod tests {
     }
 
     #[test]
-    fn a_call_that_returns_in_time_is_left_alone() {
-        let deadline = Deadline::after(Duration::from_secs(30), "a peer");
-        let (value, interrupted) = interrupt_at(&deadline, || 42);
-        assert_eq!((value, interrupted), (42, false));
-        // No signal is left over for the thread's next call.
-        assert!(!interruptible_sleep(Duration::from_millis(50)));
-    }
-
-    #[test]
     fn a_watchdog_bounds_each_of_many_calls_and_ends_with_its_thread() {
         let mut each = Deadline::after(Duration::from_millis(100), "a peer");
         let interrupted: Vec<bool> = Watchdog::guard(|watchdog| {
@@ -488,6 +477,8 @@ mod tests {
                 .collect()
         });
         assert_eq!(interrupted, [false, true, false]);
+        // No signal is left over for the thread's next call.
+        assert!(!interruptible_sleep(Duration::from_millis(50)));
         // A panic in the calls ends the watchdog too, rather than hanging.
         let panicked = std::panic::catch_unwind(|| {
             Watchdog::guard(|_| panic!("a failed check"));

@@ -1168,7 +1168,6 @@ fn check_observer_traffic<W: Write>(
 mod tests {
     use super::super::alloc;
     use super::*;
-    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
     use crate::tap::assert_contains;
 
@@ -1280,41 +1279,5 @@ mod tests {
         assert_eq!(kernels[3].umap_lmr(lmr.handle), 0);
         assert_eq!(kernels[2].leave(0), 0);
         assert_eq!(held(&kernels[3]), 4);
-    }
-
-    #[test]
-    fn the_defect_refuses_a_leave_while_an_lmr_with_chunks_there_is_mapped() {
-        let defects = defects_with(|d| d.leave_refuses_mapped_lmrs = true);
-        let kernels = FakeKernel::joined_cluster(3, defects);
-        published_spread(&kernels);
-        // Mapped by the leaving node itself.
-        let mapping = kernels[2].ask_lmr(1, SPREAD_NAME, PERM_READ, 7);
-        assert!(mapping > 0, "{mapping}");
-        assert_eq!(kernels[2].leave(0), -c_long::from(libc::ENOSPC));
-        assert_eq!(held(&kernels[2]), 2);
-        assert_eq!(kernels[2].umap_lmr(mapping.unsigned_abs()), 0);
-        assert_eq!(kernels[2].leave(0), 0);
-        assert_eq!(held(&kernels[1]), 4);
-    }
-
-    #[test]
-    fn a_size_watch_reports_every_change_and_times_out() {
-        let kernels = FakeKernel::joined_cluster(3, Defects::default());
-        let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
-        let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
-        let mut odd = Vec::new();
-        let mut wait_for =
-            |size, within| watch.wait_for(size, &[3, 2], monotonic_ns(), within, &mut odd);
-        let soon = Duration::from_secs(5);
-        assert!(wait_for(3, soon).is_ok());
-        assert_eq!(kernels[2].leave(0), 0);
-        let down = wait_for(2, soon).expect("down");
-        assert!(super::super::join(kernels[2].as_ref(), Ipv4Addr::new(10, 0, 0, 1)) == Ok(3));
-        let back = wait_for(3, soon).expect("back");
-        assert!(back >= down);
-        // Nothing changes any more.
-        let late = wait_for(2, Duration::from_millis(50)).unwrap_err();
-        assert!(odd.is_empty(), "{odd:?}");
-        assert_contains(&late, "did not return 2 in time (50 ms)");
     }
 }

@@ -783,26 +783,6 @@ mod tests {
     }
 
     #[test]
-    fn the_defect_drops_one_way_messages_into_a_full_ring() {
-        let rpc = Rpc::new();
-        let server = caller(1, 1);
-        let client = Caller {
-            drop_when_full: true,
-            ..caller(2, 2)
-        };
-        assert_eq!(open_port(&rpc, &server, 3), Ok(0));
-        for i in 0..=RING_SLOTS {
-            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), Ok(0));
-        }
-        let mut buf = [0u8; 64];
-        let mut received = 0;
-        while receive(&rpc, &server, 3, &mut buf).0 == Ok(1) {
-            received += 1;
-        }
-        assert_eq!(received, RING_SLOTS);
-    }
-
-    #[test]
     fn exiting_fails_the_callers_of_unanswered_descriptors() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));

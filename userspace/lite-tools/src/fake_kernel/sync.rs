@@ -344,10 +344,6 @@ mod tests {
         Owner::current(node, u64::from(node))
     }
 
-    fn gone_node(sync: &Sync, node: u32, defects: Defects) {
-        sync.holders_gone(|o| o.node == node, true, defects);
-    }
-
     /// Locks with [`KEY`], created and held by node `holder`.
     fn held_by(holder: u32, defects: Defects) -> Sync {
         let sync = Sync::new();
@@ -361,24 +357,6 @@ mod tests {
         while sync.state().locks[&KEY].waiting.len() < count {
             thread::sleep(Duration::from_millis(1));
         }
-    }
-
-    #[test]
-    fn a_dead_holder_s_lock_goes_to_its_waiter_with_eownerdead() {
-        let defects = Defects::default();
-        let sync = held_by(3, defects);
-        thread::scope(|scope| {
-            let waiter = scope.spawn(|| {
-                let got = sync.lock(owner(2), KEY, defects);
-                (got, sync.unlock(owner(2), KEY, defects))
-            });
-            wait_for_waiters(&sync, 1);
-            gone_node(&sync, 3, defects);
-            assert_eq!(waiter.join().expect("no panic"), (err(libc::EOWNERDEAD), 0));
-        });
-        // Told once: later holds are ordinary.
-        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
     }
 
     /// Told with `EOWNERDEAD`, but with 0 under the defect that hides it,
@@ -412,7 +390,7 @@ mod tests {
         thread::scope(|scope| {
             let waiter = scope.spawn(|| sync.lock(owner(3), KEY, defects));
             wait_for_waiters(&sync, 1);
-            gone_node(&sync, 3, defects);
+            sync.holders_gone(|o| o.node == 3, true, defects);
             assert_eq!(waiter.join().expect("no panic"), err(libc::EHOSTDOWN));
         });
         assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
