@@ -211,7 +211,6 @@ struct Watch {
     call_ends: Option<Instant>,
     /// Whether the call running was interrupted.
     interrupted: bool,
-    /// The watched thread is done with calls.
     done: bool,
 }
 

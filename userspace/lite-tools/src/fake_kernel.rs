@@ -86,7 +86,7 @@ macro_rules! or_return {
 
 mod failures;
 mod quotas;
-pub(crate) mod rpc;
+mod rpc;
 mod sync;
 
 /// Defects the model can be given.
@@ -184,7 +184,6 @@ struct Lmr {
     backing: Backing,
     /// What the LMR allows (without ADMIN).
     perms: u64,
-    /// Node that created it.
     creator: u32,
     /// Chunks held, by node.
     chunks: Vec<u32>,
@@ -693,7 +692,6 @@ impl FakeKernel {
         refuse_if(lacking && !self.defects.ignore_permissions, libc::EPERM)
     }
 
-    /// Drops the mapping `handle` of LMR `lmr`.
     fn unmap(&self, process: &mut Process, cluster: &mut Cluster, handle: u64, lmr: u64) {
         process.handles.remove(&handle);
         cluster.unmap(self.id, lmr);
@@ -1219,7 +1217,6 @@ impl FakeKernel {
         )
     }
 
-    /// This node's quotas file.
     fn quotas_text(&self) -> String {
         let ports = self.shared.rpc.ports_by_user(self.id);
         let cluster = self.cluster_state();
@@ -1237,7 +1234,6 @@ impl FakeKernel {
             .apply(command)
     }
 
-    /// This node's administrators' group file.
     fn admin_group_text(&self) -> String {
         let cluster = self.cluster_state();
         let gid = cluster.admin_groups.get(&self.id).copied();

@@ -402,7 +402,6 @@ fn map_and_read<K: Kernel>(kernel: &K, owner: u32) -> (Result<u64, String>, Resu
     (mapping, read)
 }
 
-/// Makes `step` happen, within [`CALL_TIMEOUT`].
 fn change_device<K: SharedKernel>(kernel: &Arc<K>, step: SecondDevice) -> Result<(), String> {
     bounded(kernel, CALL_TIMEOUT, move |k| k.second_device(step))?
         .unwrap_or_else(|| Err("this kernel has no second RDMA device to change".to_string()))
@@ -868,7 +867,6 @@ struct Observed {
     traffic: Option<Target>,
 }
 
-/// The pattern of `node`'s spread LMR.
 fn spread_seed(node: u32) -> u64 {
     pattern::seed(&[u64::from(node), SPREAD_LMR_SIZE, 0x1ea7e])
 }
@@ -1046,7 +1044,6 @@ fn sample_windows(size: u64) -> Vec<(u64, u64)> {
     windows
 }
 
-/// Reads the windows of [`sample_windows`] of `lmr` back.
 fn read_and_verify_samples<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
     sample_windows(lmr.size)
         .into_iter()
@@ -1223,21 +1220,20 @@ mod tests {
 
     #[test]
     fn a_refused_leave_while_mapping_says_so() {
+        // -ENOSPC while mapping is the leave_refuses_mapped_lmrs run's.
         assert_eq!(leave_verdict(0, Some(1)), Ok(()));
-        for errno in [libc::ENOSPC, libc::EBUSY] {
-            let ret = -c_long::from(errno);
-            let reason = leave_verdict(ret, Some(1)).unwrap_err();
-            assert!(reason.starts_with("expected 0, got -"), "{reason}");
-            assert_contains(&reason, "while this node maps node 1's spread LMR");
-            // Without a mapping, the errno alone.
-            let alone = format!("expected 0, got {}", describe_result(ret));
-            assert_eq!(leave_verdict(ret, None), Err(alone));
-        }
-        let other = leave_verdict(-c_long::from(libc::EALREADY), Some(1)).unwrap_err();
-        assert_eq!(other, "expected 0, got -114 (-EALREADY)");
+        let busy = -c_long::from(libc::EBUSY);
+        let reason = leave_verdict(busy, Some(1)).unwrap_err();
+        let refused = "got -16 (-EBUSY): the leave refused to move the chunks held here, while \
+                       this node maps node 1's spread LMR";
+        assert_contains(&reason, refused);
+        // Without a mapping, or for another errno, the errno alone.
+        let alone = leave_verdict(busy, None);
+        assert_eq!(alone, Err("expected 0, got -16 (-EBUSY)".to_string()));
+        let other = leave_verdict(-c_long::from(libc::EALREADY), Some(1));
+        assert_eq!(other, Err("expected 0, got -114 (-EALREADY)".to_string()));
     }
 
-    /// `kernel`'s `held_chunks` counter.
     fn held(kernel: &FakeKernel) -> u64 {
         held_chunks(kernel).expect("get_stats")
     }

@@ -21,7 +21,6 @@ use crate::pattern;
 use crate::plan::lowest_other;
 use crate::say_to;
 
-/// The victim's progress lines.
 struct VictimLog<'w, W: Write> {
     out: &'w mut W,
     problems: u32,

@@ -65,7 +65,6 @@ impl NodeQuotas {
         self.nodes.get(&node).copied().unwrap_or(self.node_default)
     }
 
-    /// Charges a lock created by user `uid`.
     pub(super) fn charge_lock(&mut self, uid: u32) {
         *self.locks.entry(uid).or_default() += 1;
     }

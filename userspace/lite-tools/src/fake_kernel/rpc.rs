@@ -23,7 +23,7 @@ use super::{check_pointer, err, lock, refuse_if};
 use crate::debugfs::quotas::Limit;
 
 /// Messages one (port, client node) ring holds.
-pub(super) const RING_SLOTS: usize = 64;
+const RING_SLOTS: usize = 64;
 
 /// Bytes one (port, client node) ring holds; a message larger than this
 /// still fits an empty ring.
@@ -40,11 +40,9 @@ const RECEIVE_LIMIT: Duration = Duration::from_secs(120);
 /// Who makes a call: one process on one node.
 #[derive(Clone, Copy)]
 pub(super) struct Caller {
-    /// Its node.
     pub node: u32,
     /// Nodes in the cluster.
     pub nodes: u32,
-    /// Its process.
     pub process: u64,
     /// Its process's user, whose `rpc_ports` quota a port is charged to.
     pub uid: u32,
@@ -53,7 +51,6 @@ pub(super) struct Caller {
 }
 
 struct Message {
-    /// Client node.
     from: u32,
     data: Vec<u8>,
     /// The call waiting for the reply; `None` for a one-way message.
@@ -96,7 +93,6 @@ enum Outcome {
 struct Call {
     max_reply: u64,
     outcome: Outcome,
-    /// The caller waits here.
     done: Arc<Condvar>,
 }
 
@@ -153,17 +149,12 @@ pub(super) struct Rpc {
     state: Mutex<State>,
 }
 
-/// The port of a `port_priority` (its low 16 bits, see
+/// Port and whether the send may not block, from a `port_priority` (see
 /// [`lite::sys::port_priority`]).
-pub(crate) fn port_of(port_priority: u32) -> u32 {
-    port_priority & 0xffff
-}
-
-/// Port and whether the send may not block, from a `port_priority`.
 fn decode_port_priority(port_priority: u32, nonblock_allowed: bool) -> Result<(u32, bool), c_long> {
     let nonblock = port_priority & SEND_NONBLOCK != 0;
-    let priority = (port_priority & !SEND_NONBLOCK) >> 16;
-    let port = port_of(port_priority);
+    let priority = super::priority_of(port_priority);
+    let port = port_priority & 0xffff;
     let invalid = (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS;
     refuse_if(invalid, libc::EINVAL)?;
     Ok((port, nonblock))
@@ -252,14 +243,12 @@ impl Rpc {
         Some(state)
     }
 
-    /// A number for a new process.
     pub(super) fn new_process(&self) -> u64 {
         let mut state = self.state();
         state.next_process += 1;
         state.next_process
     }
 
-    /// Ports open in the whole cluster.
     pub(super) fn open_ports(&self) -> usize {
         self.state().ports.len()
     }
@@ -358,7 +347,6 @@ impl Rpc {
         Ok(0)
     }
 
-    /// `lite_unregister_application`.
     pub(super) fn unregister_application(&self, who: &Caller, port: u32) -> Result<c_long, c_long> {
         refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
         let mut state = self.state();
@@ -371,7 +359,6 @@ impl Rpc {
         Ok(0)
     }
 
-    /// `lite_query_port`.
     pub(super) fn query_port(&self, who: &Caller, node: u32, port: u32) -> Result<c_long, c_long> {
         refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
         check_node(who, node)?;

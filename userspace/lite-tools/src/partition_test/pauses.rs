@@ -61,7 +61,6 @@ const TRAFFIC_LMR_SIZE: u64 = 256 << 10;
 /// Password of those LMRs ("pauses").
 const TRAFFIC_PASSWORD: u64 = 0x7061_7573_6573;
 
-/// Seed of the traffic from node `me` to node `peer`.
 fn traffic_seed(me: u32, peer: u32) -> u64 {
     pattern::seed(&[u64::from(me), u64::from(peer), TRAFFIC_LMR_SIZE, 4])
 }
@@ -231,7 +230,6 @@ fn report_traffic<W: Write>(
     );
 }
 
-/// Frees this node's traffic LMRs, as one test point.
 fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &[(u32, Option<Target>)]) {
     let failures: Vec<String> = lmrs
         .iter()
