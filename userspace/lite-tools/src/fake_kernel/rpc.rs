@@ -774,37 +774,19 @@ mod tests {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
         assert_eq!(open_port(&rpc, &server, 5), Ok(0));
-        std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| {
-                let mut reply = [0u8; 8];
-                // SAFETY: local buffers.
-                unsafe {
-                    rpc.call(
-                        &client,
-                        1,
-                        5,
-                        (b"req".as_ptr().cast(), 3),
-                        (reply.as_mut_ptr().cast(), 8),
-                    )
-                }
-            });
-            let mut buf = [0u8; 8];
-            let (len, descriptor) = loop {
-                let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
-                if len != Err(err(libc::EAGAIN)) {
-                    break (len, descriptor);
-                }
-                std::thread::yield_now();
-            };
-            assert_eq!(len, Ok(3));
-            assert_ne!(descriptor, 0);
-            // Another process cannot answer it.
-            // SAFETY: `buf` is readable.
-            let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
-            assert_eq!(foreign, Err(err(libc::ENOENT)));
-            rpc.exit(&server);
-            assert_eq!(waiting.join().ok(), Some(Err(err(libc::ECONNRESET))));
-        });
+        let call = rpc.start_call(&client, (1, 5), b"req".to_vec(), 8);
+        let call = call.expect("queued");
+        let mut buf = [0u8; 8];
+        let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
+        assert_eq!(len, Ok(3));
+        assert_ne!(descriptor, 0);
+        // Another process cannot answer it.
+        // SAFETY: `buf` is readable.
+        let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
+        assert_eq!(foreign, Err(err(libc::ENOENT)));
+        rpc.exit(&server);
+        let answer = rpc.finish_call(call, Instant::now() + RPC_TIMEOUT);
+        assert_eq!(answer, Err(err(libc::ECONNRESET)));
         assert_eq!(rpc.open_ports(), 0);
     }
 }
