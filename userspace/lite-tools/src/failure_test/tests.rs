@@ -303,11 +303,9 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
         let again = format!(" - lock and unlock of {name} once more return 0 (got 0, 0)\n");
         assert_contains_all(output, &[&unlock, &again]);
     }
-    for lock in ["lock W", "lock O"] {
-        assert!(!results[2].0.contains(lock), "{}", results[2].0);
-    }
     // Nodes 1 and 2 watch node 3 leave and come back; node 1 also
-    // publishes its spread LMR for node 3 to map.
+    // publishes its spread LMR for node 3 to map. The exact counts keep
+    // the locks' points to A and B, the publishing to node 1.
     for ((output, summary), points) in results[..2].iter().zip([points[0] + 1, points[1]]) {
         assert_eq!(summary.passed, points + 26, "{output}");
         let followed = output
@@ -323,8 +321,6 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
     let published = " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
                      0x5350524541444c4d (for node 3 to map) returns 0\n";
     assert_contains(&results[0].0, published);
-    let b = &results[1].0;
-    assert!(!b.contains("add_ask_mr_table"), "{b}");
     let (output, summary) = &results[2];
     assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
     // Only the first leave happens while the mapping exists.
