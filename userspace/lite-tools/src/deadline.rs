@@ -211,7 +211,6 @@ struct Watch {
     call_ends: Option<Instant>,
     /// Whether the call running was interrupted.
     interrupted: bool,
-    /// The watched thread is done with calls.
     done: bool,
 }
 
@@ -413,10 +412,8 @@ mod tests {
             -c_long::from(libc::EIO)
         });
         assert_eq!(retried.map(|r| r.ret), Ok(-c_long::from(libc::EIO)));
-    }
 
-    #[test]
-    fn a_retry_that_stays_busy_fails_naming_what_it_waited_for() {
+        // One that stays busy fails naming what it waited for.
         let deadline = Deadline::after(Duration::from_millis(50), "room in node 3's ring");
         let begun = Instant::now();
         let mut tries = 0;
@@ -451,28 +448,6 @@ mod tests {
     }
 
     #[test]
-    fn a_call_blocked_past_its_deadline_is_interrupted() {
-        let deadline = Deadline::after(Duration::from_millis(100), "a peer that never answers");
-        let begun = Instant::now();
-        let (cut_short, interrupted) =
-            interrupt_at(&deadline, || interruptible_sleep(Duration::from_secs(30)));
-        assert!(cut_short, "the sleep ran to its end");
-        assert!(interrupted);
-        let took = begun.elapsed();
-        let bounds = Duration::from_millis(100)..Duration::from_secs(10);
-        assert!(bounds.contains(&took), "{took:?}");
-    }
-
-    #[test]
-    fn a_call_that_returns_in_time_is_left_alone() {
-        let deadline = Deadline::after(Duration::from_secs(30), "a peer");
-        let (value, interrupted) = interrupt_at(&deadline, || 42);
-        assert_eq!((value, interrupted), (42, false));
-        // No signal is left over for the thread's next call.
-        assert!(!interruptible_sleep(Duration::from_millis(50)));
-    }
-
-    #[test]
     fn a_watchdog_bounds_each_of_many_calls_and_ends_with_its_thread() {
         let mut each = Deadline::after(Duration::from_millis(100), "a peer");
         let interrupted: Vec<bool> = Watchdog::guard(|watchdog| {
@@ -488,6 +463,16 @@ mod tests {
                 .collect()
         });
         assert_eq!(interrupted, [false, true, false]);
+        // No signal is left over for the thread's next call.
+        assert!(!interruptible_sleep(Duration::from_millis(50)));
+        // One call on its own, cut short soon after its deadline.
+        let deadline = Deadline::after(Duration::from_millis(100), "a peer that never answers");
+        let begun = Instant::now();
+        let sleep = || interruptible_sleep(Duration::from_secs(30));
+        assert_eq!(interrupt_at(&deadline, sleep), (true, true));
+        let took = begun.elapsed();
+        let bounds = Duration::from_millis(100)..Duration::from_secs(10);
+        assert!(bounds.contains(&took), "{took:?}");
         // A panic in the calls ends the watchdog too, rather than hanging.
         let panicked = std::panic::catch_unwind(|| {
             Watchdog::guard(|_| panic!("a failed check"));

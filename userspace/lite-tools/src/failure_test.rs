@@ -346,7 +346,6 @@ pub fn next_survivor(me: u32, victim: u32, nodes: u32) -> Option<u32> {
         .find(|&n| n != victim)
 }
 
-/// This node's `held_chunks` counter.
 fn held_chunks<K: Kernel>(kernel: &K) -> Result<u64, String> {
     stats(kernel).map(|s| s.held_chunks)
 }
@@ -367,7 +366,6 @@ pub(crate) fn describe_total(value: &Result<u64, String>) -> String {
     value.as_ref().map_or_else(Clone::clone, u64::to_string)
 }
 
-/// Allocates `size` bytes on `node`; the handle.
 fn alloc<K: Kernel>(kernel: &K, node: u32, size: u64, password: u64) -> Result<u64, String> {
     handle_of(kernel.alloc_remote(node, size, 0, password), "alloc_remote")
 }
@@ -598,7 +596,6 @@ struct Setup {
 /// The kernel message module, T7's caller.
 #[derive(Debug)]
 struct KernelCaller {
-    /// Whether it loaded.
     loaded: bool,
     /// LITE's resource counters before it loaded.
     counters_before: Result<Counters, String>,
@@ -608,7 +605,6 @@ struct KernelCaller {
 /// module's handler must give back.
 const CALL_COUNTERS: [&str; 2] = ["rpc_ports", "reply_slots"];
 
-/// LITE's resource counters on this node.
 fn resource_counters<K: Kernel>(kernel: &K) -> Result<Counters, String> {
     let text = kernel
         .read_debugfs(RESOURCES_FILE)
@@ -733,7 +729,6 @@ struct VictimLocks {
     duty: LockDuty,
 }
 
-/// A lock record for humans.
 fn describe_record(record: &LockRecord) -> String {
     let number = |n: Option<u32>| n.map_or("none".to_string(), |n| n.to_string());
     format!(
@@ -1072,22 +1067,22 @@ pub fn run_traffic<K: Kernel>(
         let round = report.rounds;
         let offset = (round % slots) * TRAFFIC_SIZE as u64;
         let round_seed = pattern::seed(&[seed, round]);
+        let failed = |call: &str, ret| {
+            let shown = describe_result(ret);
+            Some(format!(
+                "round {round}: {call} at offset {offset} returned {shown}"
+            ))
+        };
         pattern::fill(round_seed, offset, &mut data);
         let ret = write_at(kernel, lmr.handle, offset, &data, lmr.password);
         if ret != 0 {
-            report.error = Some(format!(
-                "round {round}: write at offset {offset} returned {}",
-                describe_result(ret)
-            ));
+            report.error = failed("write", ret);
             break;
         }
         pattern::poison(round_seed, offset, &mut back);
         let ret = read_at(kernel, lmr.handle, offset, &mut back, lmr.password);
         if ret != 0 {
-            report.error = Some(format!(
-                "round {round}: read at offset {offset} returned {}",
-                describe_result(ret)
-            ));
+            report.error = failed("read", ret);
             break;
         }
         if let Err(mismatch) = pattern::verify(round_seed, offset, &back) {
@@ -1346,7 +1341,6 @@ impl Calls {
         }
     }
 
-    /// Notes whether `call`'s thread started.
     fn started(&mut self, call: Call, spawned: Result<(), String>) {
         match spawned {
             Ok(()) => self.pending.push(call),
@@ -1370,7 +1364,6 @@ fn start_writer<K: SharedKernel>(
     })
 }
 
-/// Starts T5 on LMR B.
 fn start_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
@@ -1418,7 +1411,6 @@ impl<T: Send + 'static> Stoppable<T> {
         Ok(Stoppable { stop, reports })
     }
 
-    /// Tells the thread to stop.
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -1893,7 +1885,6 @@ fn check_chunks_freed<K: Kernel, W: Write>(
     );
 }
 
-/// Reports T5's results.
 fn check_traffic<W: Write>(
     tap: &mut Tap<W>,
     holder: Option<u32>,

@@ -15,15 +15,11 @@
 //! its locks released).
 //!
 //! Processes are root's and privileged (`CAP_NET_ADMIN`, `CAP_IPC_LOCK`)
-//! unless made with [`Kernel::unprivileged_process`],
-//! [`Kernel::process_of_user`] or [`Kernel::process_of_user_and_group`]:
-//! those get `EPERM` from `lite_join`, `lite_leave` and writes to debugfs
-//! before anything else is checked, unless their group is their node's
-//! administrators' group ([`ADMIN_GROUP_FILE`], which only a privileged
-//! process sets; it then joins, leaves and writes the settings like one),
-//! and cannot register more than their `RLIMIT_MEMLOCK` allows. The model
-//! follows LITE's own checks: it has no debugfs permissions of its own,
-//! which keep everyone but root out on a real node.
+//! unless made with [`Kernel::process_of_user_and_group`] (or its
+//! shorthands), which are held to their `RLIMIT_MEMLOCK` and may
+//! administer LITE only as members of their node's administrators' group.
+//! The model follows LITE's own checks: it has no debugfs permissions of
+//! its own, which keep everyone but root out on a real node.
 //!
 //! Membership is kept per process (the real kernel keeps it per node):
 //! `lite_leave` releases what the calling process holds (its locks go to
@@ -86,7 +82,7 @@ macro_rules! or_return {
 
 mod failures;
 mod quotas;
-pub(crate) mod rpc;
+mod rpc;
 mod sync;
 
 /// Defects the model can be given.
@@ -184,7 +180,6 @@ struct Lmr {
     backing: Backing,
     /// What the LMR allows (without ADMIN).
     perms: u64,
-    /// Node that created it.
     creator: u32,
     /// Chunks held, by node.
     chunks: Vec<u32>,
@@ -537,9 +532,11 @@ impl FakeKernel {
         lock(&self.process).joined
     }
 
-    /// Whether this process may join, leave and change LITE's settings:
-    /// it has `CAP_NET_ADMIN`, or its group is its node's administrators'
-    /// group (unless the `ignore_admin_group` defect).
+    /// Whether this process may join, leave and change LITE's settings
+    /// (`EPERM` before any other check otherwise): it has `CAP_NET_ADMIN`,
+    /// or its group is its node's administrators' group
+    /// ([`ADMIN_GROUP_FILE`], which only a privileged process sets; not
+    /// under the `ignore_admin_group` defect).
     fn may_administer(&self) -> bool {
         self.privileged
             || (!self.defects.ignore_admin_group
@@ -693,7 +690,6 @@ impl FakeKernel {
         refuse_if(lacking && !self.defects.ignore_permissions, libc::EPERM)
     }
 
-    /// Drops the mapping `handle` of LMR `lmr`.
     fn unmap(&self, process: &mut Process, cluster: &mut Cluster, handle: u64, lmr: u64) {
         process.handles.remove(&handle);
         cluster.unmap(self.id, lmr);
@@ -1219,7 +1215,6 @@ impl FakeKernel {
         )
     }
 
-    /// This node's quotas file.
     fn quotas_text(&self) -> String {
         let ports = self.shared.rpc.ports_by_user(self.id);
         let cluster = self.cluster_state();
@@ -1237,7 +1232,6 @@ impl FakeKernel {
             .apply(command)
     }
 
-    /// This node's administrators' group file.
     fn admin_group_text(&self) -> String {
         let cluster = self.cluster_state();
         let gid = cluster.admin_groups.get(&self.id).copied();

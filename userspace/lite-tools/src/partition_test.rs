@@ -97,7 +97,6 @@ pub const CUT_PORT: u32 = 8;
 /// Largest message the cut node's port accepts (nobody sends any).
 const CUT_PORT_MAX_SIZE: u64 = 4096;
 
-/// Size of LMR Y.
 const LMR_SIZE: u64 = 1 << 20;
 
 /// Name under which the holder publishes LMR Y ("PARTITIO").
@@ -191,7 +190,6 @@ fn canary_pattern(cut: u32, holder: u32) -> u64 {
     pattern::seed(&[u64::from(holder), u64::from(cut), LMR_SIZE, 3])
 }
 
-/// Reads and parses this node's membership file.
 fn read_membership<K: Kernel>(kernel: &K) -> Result<MembershipFile, String> {
     match kernel.read_debugfs(MEMBERSHIP_FILE) {
         None => Err("this kernel has no debugfs".to_string()),
@@ -214,7 +212,6 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
     }
 }
 
-/// The last barrier of every node as a test point.
 fn final_barrier<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -359,7 +356,6 @@ impl CanaryReport {
     }
 }
 
-/// Reads all of LMR Y once and notes what it holds.
 fn read_canary<K: Kernel>(kernel: &K, lmr: Target, seed: u64, report: &mut CanaryReport) {
     let (ret, data) = read_poisoned(kernel, lmr, seed, 0, lmr.size);
     report.record(ret, seed, &data);
@@ -439,15 +435,12 @@ fn finish_canary<K: Kernel, W: Write>(
 
 /// A wait for the cluster's size to reach a value.
 struct TotalWait<'a> {
-    /// The size waited for.
     target: u32,
     /// What reaching it shows, for the description ("node 3 is expelled").
     what: &'a str,
-    /// When the wait started.
     from_ns: u64,
     /// What happened then, for the description ("the last barrier").
     since: &'a str,
-    /// The longest wait.
     timeout: Duration,
 }
 
@@ -704,9 +697,7 @@ impl WriterReport {
 /// What the writer and the main thread share.
 #[derive(Default)]
 struct WriterProgress {
-    /// Writes that succeeded before the first failure.
     successes: AtomicU64,
-    /// A write failed.
     failed: AtomicBool,
 }
 
@@ -737,7 +728,6 @@ fn write_until_stopped<K: Kernel>(
     report
 }
 
-/// The cut node's writer thread.
 struct Writer {
     progress: Arc<WriterProgress>,
     thread: Stoppable<WriterReport>,

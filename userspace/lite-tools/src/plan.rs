@@ -188,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn ring_order_visits_every_other_node_once() {
+    fn ring_order_visits_every_other_node_once_and_orders_the_targets() {
         assert_eq!(next_node(1, 3), 2);
         assert_eq!(next_node(3, 3), 1);
         assert_eq!(next_node(1, 1), 1);
@@ -206,10 +206,7 @@ mod tests {
         );
         // An id beyond --nodes still sees every node of 1..=nodes.
         assert_eq!(others_in_ring_order(5, 3), vec![3, 1, 2]);
-    }
-
-    #[test]
-    fn targets_cover_spread_every_node_and_self() {
+        // Targets: spread, the next node, this node, then the others.
         assert_eq!(targets(2, 3), vec![NODE_SPREAD, 3, 2, 1]);
         assert_eq!(targets(1, 2), vec![NODE_SPREAD, 2, 1]);
         assert_eq!(targets(1, 1), vec![1]);

@@ -59,7 +59,6 @@ const FRESH_PAGE: usize = 2;
 pub(super) struct Placement {
     /// Survivor A, whose region it is.
     home: u32,
-    /// Pages of the region.
     pages: usize,
     /// First page of a chunk a survivor holds, where the pages above are.
     survivors_chunk: usize,
@@ -95,9 +94,7 @@ pub(super) struct Shared {
     // Unmapped before the descriptor closes.
     map: Mapping,
     _region: Region,
-    /// First page of the survivor's chunk.
     base: usize,
-    /// First page of the victim's chunk.
     victims_chunk: usize,
 }
 

@@ -21,10 +21,9 @@ use crate::pattern;
 use crate::plan::lowest_other;
 use crate::say_to;
 
-/// The victim's progress lines.
-pub(super) struct VictimLog<'w, W: Write> {
-    pub(super) out: &'w mut W,
-    pub(super) problems: u32,
+struct VictimLog<'w, W: Write> {
+    out: &'w mut W,
+    problems: u32,
 }
 
 impl<W: Write> VictimLog<'_, W> {
@@ -47,7 +46,7 @@ impl<W: Write> VictimLog<'_, W> {
 /// Registers RPC port [`VICTIM_PORT`], by which the survivors find the
 /// victim. Failures are noted and the test goes on: the survivors report
 /// what they find missing.
-pub(super) fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
+fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
     let ret = register(kernel, VICTIM_PORT, VICTIM_PORT_MAX_SIZE, "failure-victim");
     log.step(
         &format!("register_application(port {VICTIM_PORT})"),
@@ -88,7 +87,7 @@ fn create_and_take<K: Kernel, W: Write>(
 /// three and publishes the lock record. Taking a lock needs a peer (a peer
 /// posts the atomic on this node's memory), so this waits until every
 /// node joined. Failures are noted as in [`register_victim_port`].
-pub(super) fn hold_victim_locks<K: Kernel, W: Write>(
+fn hold_victim_locks<K: Kernel, W: Write>(
     kernel: &K,
     me: u32,
     nodes: u32,
@@ -122,11 +121,7 @@ pub(super) fn hold_victim_locks<K: Kernel, W: Write>(
 
 /// Allocates the spread LMR whose chunks the survivors hold, and fills it.
 /// The LMR stays allocated until the machine dies.
-pub(super) fn allocate_spread<K: Kernel, W: Write>(
-    kernel: &K,
-    me: u32,
-    log: &mut VictimLog<'_, W>,
-) {
+fn allocate_spread<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
     let outcome = alloc_lmr(kernel, NODE_SPREAD, SPREAD_SIZE, password_of(me)).and_then(|lmr| {
         let written = write_pattern(kernel, lmr, pattern::seed(&[u64::from(me), SPREAD_SIZE]));
         expect_zero(written).map_err(|e| format!("write: {e}"))

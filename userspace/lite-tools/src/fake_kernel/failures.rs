@@ -56,7 +56,6 @@ pub(super) struct Failures {
 }
 
 impl Failures {
-    /// Notes a change of membership.
     pub(super) fn changed(&mut self) {
         self.changes += 1;
     }
@@ -141,7 +140,6 @@ impl FakeKernel {
         self.shared.changed.notify_all();
     }
 
-    /// Whether `node` failed and did not join again.
     pub(super) fn has_failed(&self, node: u32) -> bool {
         self.cluster_state().failures.failed.contains(&node)
     }

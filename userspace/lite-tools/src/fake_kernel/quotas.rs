@@ -65,7 +65,6 @@ impl NodeQuotas {
         self.nodes.get(&node).copied().unwrap_or(self.node_default)
     }
 
-    /// Charges a lock created by user `uid`.
     pub(super) fn charge_lock(&mut self, uid: u32) {
         *self.locks.entry(uid).or_default() += 1;
     }
@@ -79,11 +78,8 @@ impl NodeQuotas {
     /// that is no command, or names a node id out of range.
     pub(super) fn apply(&mut self, command: Command) -> Result<(), i32> {
         let check_node = |node: u32| {
-            if (1..MAX_NODES).contains(&node) {
-                Ok(node)
-            } else {
-                Err(libc::EINVAL)
-            }
+            let valid = (1..MAX_NODES).contains(&node);
+            valid.then_some(node).ok_or(libc::EINVAL)
         };
         match command {
             Command::Defaults(keys) => {

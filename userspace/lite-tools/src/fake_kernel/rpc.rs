@@ -23,7 +23,7 @@ use super::{check_pointer, err, lock, refuse_if};
 use crate::debugfs::quotas::Limit;
 
 /// Messages one (port, client node) ring holds.
-pub(super) const RING_SLOTS: usize = 64;
+const RING_SLOTS: usize = 64;
 
 /// Bytes one (port, client node) ring holds; a message larger than this
 /// still fits an empty ring.
@@ -40,11 +40,9 @@ const RECEIVE_LIMIT: Duration = Duration::from_secs(120);
 /// Who makes a call: one process on one node.
 #[derive(Clone, Copy)]
 pub(super) struct Caller {
-    /// Its node.
     pub node: u32,
     /// Nodes in the cluster.
     pub nodes: u32,
-    /// Its process.
     pub process: u64,
     /// Its process's user, whose `rpc_ports` quota a port is charged to.
     pub uid: u32,
@@ -53,7 +51,6 @@ pub(super) struct Caller {
 }
 
 struct Message {
-    /// Client node.
     from: u32,
     data: Vec<u8>,
     /// The call waiting for the reply; `None` for a one-way message.
@@ -96,7 +93,6 @@ enum Outcome {
 struct Call {
     max_reply: u64,
     outcome: Outcome,
-    /// The caller waits here.
     done: Arc<Condvar>,
 }
 
@@ -153,17 +149,12 @@ pub(super) struct Rpc {
     state: Mutex<State>,
 }
 
-/// The port of a `port_priority` (its low 16 bits, see
+/// Port and whether the send may not block, from a `port_priority` (see
 /// [`lite::sys::port_priority`]).
-pub(crate) fn port_of(port_priority: u32) -> u32 {
-    port_priority & 0xffff
-}
-
-/// Port and whether the send may not block, from a `port_priority`.
 fn decode_port_priority(port_priority: u32, nonblock_allowed: bool) -> Result<(u32, bool), c_long> {
     let nonblock = port_priority & SEND_NONBLOCK != 0;
-    let priority = (port_priority & !SEND_NONBLOCK) >> 16;
-    let port = port_of(port_priority);
+    let priority = super::priority_of(port_priority);
+    let port = port_priority & 0xffff;
     let invalid = (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS;
     refuse_if(invalid, libc::EINVAL)?;
     Ok((port, nonblock))
@@ -252,14 +243,12 @@ impl Rpc {
         Some(state)
     }
 
-    /// A number for a new process.
     pub(super) fn new_process(&self) -> u64 {
         let mut state = self.state();
         state.next_process += 1;
         state.next_process
     }
 
-    /// Ports open in the whole cluster.
     pub(super) fn open_ports(&self) -> usize {
         self.state().ports.len()
     }
@@ -358,7 +347,6 @@ impl Rpc {
         Ok(0)
     }
 
-    /// `lite_unregister_application`.
     pub(super) fn unregister_application(&self, who: &Caller, port: u32) -> Result<c_long, c_long> {
         refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
         let mut state = self.state();
@@ -371,7 +359,6 @@ impl Rpc {
         Ok(0)
     }
 
-    /// `lite_query_port`.
     pub(super) fn query_port(&self, who: &Caller, node: u32, port: u32) -> Result<c_long, c_long> {
         refuse_if(port >= MAX_PORTS, libc::EINVAL)?;
         check_node(who, node)?;
@@ -783,61 +770,23 @@ mod tests {
     }
 
     #[test]
-    fn the_defect_drops_one_way_messages_into_a_full_ring() {
-        let rpc = Rpc::new();
-        let server = caller(1, 1);
-        let client = Caller {
-            drop_when_full: true,
-            ..caller(2, 2)
-        };
-        assert_eq!(open_port(&rpc, &server, 3), Ok(0));
-        for i in 0..=RING_SLOTS {
-            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), Ok(0));
-        }
-        let mut buf = [0u8; 64];
-        let mut received = 0;
-        while receive(&rpc, &server, 3, &mut buf).0 == Ok(1) {
-            received += 1;
-        }
-        assert_eq!(received, RING_SLOTS);
-    }
-
-    #[test]
     fn exiting_fails_the_callers_of_unanswered_descriptors() {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
         assert_eq!(open_port(&rpc, &server, 5), Ok(0));
-        std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| {
-                let mut reply = [0u8; 8];
-                // SAFETY: local buffers.
-                unsafe {
-                    rpc.call(
-                        &client,
-                        1,
-                        5,
-                        (b"req".as_ptr().cast(), 3),
-                        (reply.as_mut_ptr().cast(), 8),
-                    )
-                }
-            });
-            let mut buf = [0u8; 8];
-            let (len, descriptor) = loop {
-                let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
-                if len != Err(err(libc::EAGAIN)) {
-                    break (len, descriptor);
-                }
-                std::thread::yield_now();
-            };
-            assert_eq!(len, Ok(3));
-            assert_ne!(descriptor, 0);
-            // Another process cannot answer it.
-            // SAFETY: `buf` is readable.
-            let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
-            assert_eq!(foreign, Err(err(libc::ENOENT)));
-            rpc.exit(&server);
-            assert_eq!(waiting.join().ok(), Some(Err(err(libc::ECONNRESET))));
-        });
+        let call = rpc.start_call(&client, (1, 5), b"req".to_vec(), 8);
+        let call = call.expect("queued");
+        let mut buf = [0u8; 8];
+        let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
+        assert_eq!(len, Ok(3));
+        assert_ne!(descriptor, 0);
+        // Another process cannot answer it.
+        // SAFETY: `buf` is readable.
+        let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
+        assert_eq!(foreign, Err(err(libc::ENOENT)));
+        rpc.exit(&server);
+        let answer = rpc.finish_call(call, Instant::now() + RPC_TIMEOUT);
+        assert_eq!(answer, Err(err(libc::ECONNRESET)));
         assert_eq!(rpc.open_ports(), 0);
     }
 }

@@ -31,16 +31,12 @@ const LOCK_LIMIT: Duration = Duration::from_secs(120);
 /// Who holds or wants a lock: a thread of a process on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Owner {
-    /// The node.
     pub node: u32,
-    /// The process.
     pub process: u64,
-    /// The thread.
     pub thread: ThreadId,
 }
 
 impl Owner {
-    /// The calling thread of `process` on `node`.
     pub(super) fn current(node: u32, process: u64) -> Owner {
         Owner {
             node,
@@ -159,7 +155,6 @@ impl Sync {
         lock(&self.state)
     }
 
-    /// Creates a lock kept by `home`; its number.
     pub(super) fn create(&self, home: u32) -> Result<u32, c_long> {
         let mut state = self.state();
         let kept = state.locks.keys().filter(|(h, _)| *h == home).count();
@@ -171,7 +166,6 @@ impl Sync {
         Ok(number)
     }
 
-    /// Whether lock `number` of `home` exists.
     pub(super) fn exists(&self, home: u32, number: u32) -> bool {
         self.state().locks.contains_key(&(home, number))
     }
@@ -218,7 +212,6 @@ impl Sync {
         }
     }
 
-    /// `lite_unlock` of lock `key` by `who`.
     pub(super) fn unlock(&self, who: Owner, key: (u32, u32), defects: Defects) -> c_long {
         let mut state = self.state();
         let entry = or_return!(state.locks.get_mut(&key), libc::ENOENT);
@@ -260,7 +253,6 @@ impl Sync {
         self.handed.notify_all();
     }
 
-    /// Counts an atomic operation issued on `node`.
     pub(super) fn count_atomic(&self, node: u32) {
         self.state().counts(node).atomics += 1;
     }
@@ -307,7 +299,6 @@ impl Sync {
         rows.to_string()
     }
 
-    /// Reads QoS file `name` of `node`.
     pub(super) fn read_qos(&self, node: u32, name: &str) -> Result<String, i32> {
         let mut state = self.state();
         let value = state
@@ -319,7 +310,6 @@ impl Sync {
         Ok(format!("{value}\n"))
     }
 
-    /// Writes QoS file `name` of `node`.
     pub(super) fn write_qos(&self, node: u32, name: &str, text: &str) -> Result<(), i32> {
         let mut state = self.state();
         let slot = state.node(node).qos.get_mut(name).ok_or(libc::ENOENT)?;
@@ -344,10 +334,6 @@ mod tests {
         Owner::current(node, u64::from(node))
     }
 
-    fn gone_node(sync: &Sync, node: u32, defects: Defects) {
-        sync.holders_gone(|o| o.node == node, true, defects);
-    }
-
     /// Locks with [`KEY`], created and held by node `holder`.
     fn held_by(holder: u32, defects: Defects) -> Sync {
         let sync = Sync::new();
@@ -361,24 +347,6 @@ mod tests {
         while sync.state().locks[&KEY].waiting.len() < count {
             thread::sleep(Duration::from_millis(1));
         }
-    }
-
-    #[test]
-    fn a_dead_holder_s_lock_goes_to_its_waiter_with_eownerdead() {
-        let defects = Defects::default();
-        let sync = held_by(3, defects);
-        thread::scope(|scope| {
-            let waiter = scope.spawn(|| {
-                let got = sync.lock(owner(2), KEY, defects);
-                (got, sync.unlock(owner(2), KEY, defects))
-            });
-            wait_for_waiters(&sync, 1);
-            gone_node(&sync, 3, defects);
-            assert_eq!(waiter.join().expect("no panic"), (err(libc::EOWNERDEAD), 0));
-        });
-        // Told once: later holds are ordinary.
-        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
-        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
     }
 
     /// Told with `EOWNERDEAD`, but with 0 under the defect that hides it,
@@ -412,7 +380,7 @@ mod tests {
         thread::scope(|scope| {
             let waiter = scope.spawn(|| sync.lock(owner(3), KEY, defects));
             wait_for_waiters(&sync, 1);
-            gone_node(&sync, 3, defects);
+            sync.holders_gone(|o| o.node == 3, true, defects);
             assert_eq!(waiter.join().expect("no panic"), err(libc::EHOSTDOWN));
         });
         assert_eq!(sync.unlock(owner(1), KEY, defects), 0);

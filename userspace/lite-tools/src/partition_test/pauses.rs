@@ -61,7 +61,6 @@ const TRAFFIC_LMR_SIZE: u64 = 256 << 10;
 /// Password of those LMRs ("pauses").
 const TRAFFIC_PASSWORD: u64 = 0x7061_7573_6573;
 
-/// Seed of the traffic from node `me` to node `peer`.
 fn traffic_seed(me: u32, peer: u32) -> u64 {
     pattern::seed(&[u64::from(me), u64::from(peer), TRAFFIC_LMR_SIZE, 4])
 }
@@ -231,7 +230,6 @@ fn report_traffic<W: Write>(
     );
 }
 
-/// Frees this node's traffic LMRs, as one test point.
 fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &[(u32, Option<Target>)]) {
     let failures: Vec<String> = lmrs
         .iter()
@@ -341,12 +339,7 @@ pub(super) mod tests {
         assert_eq!(good.verdict(), Ok(()));
         let none = TrafficReport::default().verdict().unwrap_err();
         assert_eq!(none, "no round trip completed");
-        let failed = TrafficReport {
-            rounds: 3,
-            error: Some("round 3: read at offset 0 returned -112 (-EHOSTDOWN)".to_string()),
-            ..TrafficReport::default()
-        };
-        assert_contains(&failed.verdict().unwrap_err(), "returned -112 (-EHOSTDOWN)");
+        // A failed call is the transfers_fail_while_paused run's.
         let different = TrafficReport {
             rounds: 3,
             mismatches: 1,
@@ -394,10 +387,7 @@ pub(super) mod tests {
         }
         assert!(same_members(&before, &later_epoch, 3).is_ok());
 
-        let reborn = view(1, 1, false, &[(2, Alive, 2), (3, Alive, 1)]);
-        let reborn_reason = "peer 2: alive incarnation 1 before, alive incarnation 2 after";
-        let reborn = same_members(&before, &reborn, 3).unwrap_err();
-        assert_eq!(reborn, reborn_reason);
+        // A peer reborn is the pause_is_a_death run's.
         for state in [Suspect, Dead] {
             let after = view(1, 1, false, &[(2, state, 1), (3, Alive, 1)]);
             assert!(same_members(&before, &after, 3).is_err(), "{state:?}");
