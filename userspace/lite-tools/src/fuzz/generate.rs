@@ -262,7 +262,7 @@ const CALLS: [(Syscall, u32, Generator); 39] = [
     (Syscall::CreateLock, 8, |p, c| p.create_lock(c)),
     (Syscall::AskLock, 18, |p, c| p.ask_lock(c)),
     (Syscall::Lock, 30, |p, c| p.lock(c)),
-    (Syscall::Unlock, 35, |p, c| p.unlock(c)),
+    (Syscall::Unlock, 35, |p, c| p.lock(c)),
     (Syscall::SetPriority, 8, |p, c| p.set_priority(c)),
     (Syscall::DsmOpen, 12, |p, c| p.dsm_open(c)),
 ];
@@ -1305,44 +1305,42 @@ impl Planner<'_, '_> {
         }
     }
 
+    /// A lock or an unlock, as `call` is: mostly of a lock the thread
+    /// holds (more often for an unlock) or knows, else a made-up one.
     fn lock(&mut self, call: Syscall) -> Planned {
-        let (lock, held) = match self.rng.below(100) {
-            0..=7 if !self.state.held.is_empty() => (
-                self.rng.pick(&self.state.held).copied().unwrap_or_default(),
-                true,
-            ),
-            0..=89 => match self.known_lock() {
-                Some(lock) => (lock, self.state.held.contains(&lock)),
-                None => (self.made_up_lock(), false),
-            },
-            _ => (self.made_up_lock(), false),
-        };
-        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Lock(lock));
-        let held = held && !self.state.uncertain.contains(&lock);
-        let expect = Expect::value(Value::Zero).failing_if(&[
-            (bad, "a lock record the kernel cannot read"),
-            (held, "a lock this thread holds"),
-            (lock.number >= MAX_LOCKS, "a lock number no home keeps"),
-            (lock.home >= MAX_NODES, REFUSED_NODE),
-        ]);
-        Planned::of(call, &[pointer], expect, effect).blocking(self.blocking_ms())
-    }
-
-    fn unlock(&mut self, call: Syscall) -> Planned {
+        let locking = call == Syscall::Lock;
+        let (held_cut, known_cut) = if locking { (7, 89) } else { (59, 84) };
         let lock = match self.rng.below(100) {
-            0..=59 if !self.state.held.is_empty() => {
+            roll if roll <= held_cut && !self.state.held.is_empty() => {
                 self.rng.pick(&self.state.held).copied().unwrap_or_default()
             }
-            0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
+            roll if roll <= known_cut => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),
         };
-        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Unlock(lock));
-        let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
-        let expect = Expect::value(Value::Zero).failing_if(&[
-            (bad, "a lock record the kernel cannot read"),
-            (not_held, "a lock this thread does not hold"),
-        ]);
-        Planned::of(call, &[pointer], expect, effect)
+        let effect = if locking {
+            Effect::Lock(lock)
+        } else {
+            Effect::Unlock(lock)
+        };
+        let (pointer, bad, effect) = self.lock_argument(lock, effect);
+        let (held, uncertain) = (
+            self.state.held.contains(&lock),
+            self.state.uncertain.contains(&lock),
+        );
+        let reason = (bad, "a lock record the kernel cannot read");
+        if locking {
+            let expect = Expect::value(Value::Zero).failing_if(&[
+                reason,
+                (held && !uncertain, "a lock this thread holds"),
+                (lock.number >= MAX_LOCKS, "a lock number no home keeps"),
+                (lock.home >= MAX_NODES, REFUSED_NODE),
+            ]);
+            Planned::of(call, &[pointer], expect, effect).blocking(self.blocking_ms())
+        } else {
+            let not_held = (!held && !uncertain, "a lock this thread does not hold");
+            let expect = Expect::value(Value::Zero).failing_if(&[reason, not_held]);
+            Planned::of(call, &[pointer], expect, effect)
+        }
     }
 
     /// Opens (or creates, on this node) a region, which the worker maps and
