@@ -6,10 +6,10 @@
 //! written by another node or for another size never passes for ours.
 
 /// Weyl sequence increment of SplitMix64.
-const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// SplitMix64 output function: a cheap, well-mixed 64-bit hash.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn splitmix64_output(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -19,13 +19,14 @@ fn mix(mut z: u64) -> u64 {
 /// (writer node, target node, size). Different inputs give unrelated seeds.
 pub fn seed(parts: &[u64]) -> u64 {
     parts.iter().fold(0x4c49_5445_u64, |acc, &part| {
-        mix(acc.wrapping_add(GOLDEN_GAMMA) ^ part)
+        splitmix64_output(acc.wrapping_add(GOLDEN_GAMMA) ^ part)
     })
 }
 
 /// The eight pattern bytes of the aligned 8-byte word `index`.
 fn word(seed: u64, index: u64) -> [u8; 8] {
-    mix(seed.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA))).to_le_bytes()
+    splitmix64_output(seed.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA)))
+        .to_le_bytes()
 }
 
 /// The pattern byte at absolute `position`.

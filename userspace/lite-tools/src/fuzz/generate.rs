@@ -293,22 +293,6 @@ type Reason = (bool, &'static str);
 /// Why a node id is refused.
 const REFUSED_NODE: &str = "a node id of 64 or more";
 
-/// The bad pointers to a lock record: those through which the kernel reads
-/// no lock (it cannot read them, or reads the read-only page's pattern,
-/// which names no node). Through [`BadPointer::Straddle`] it would read
-/// whatever lock any thread of the process last had written there (by
-/// `lite_ask_lock`, say), and take or release a lock the thread cannot name.
-const LOCK_BAD_POINTERS: [BadPointer; 8] = [
-    BadPointer::Null,
-    BadPointer::LowPage,
-    BadPointer::Kernel,
-    BadPointer::NonCanonical,
-    BadPointer::Max,
-    BadPointer::NoAccess,
-    BadPointer::ReadOnly,
-    BadPointer::SignBit,
-];
-
 /// A node id of 64 or more (in the 32 bits the kernel reads) is refused.
 fn refused_node(node: u64) -> Reason {
     (node as u32 >= MAX_NODES, REFUSED_NODE)
@@ -386,26 +370,16 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// Another member of the cluster, or this node if it is alone.
-    fn peer(&mut self) -> u32 {
-        let nodes = self.ctx.plan.nodes.max(1);
-        if nodes == 1 {
-            return self.ctx.plan.me;
-        }
-        let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
-        if other >= self.ctx.plan.me {
-            other + 1
-        } else {
-            other
-        }
-    }
-
     /// Mostly a member: this node `me_percent` times in a hundred, another
     /// one up to 90; else any [`Self::node`].
     fn member(&mut self, me_percent: u64) -> u64 {
+        let (me, nodes) = (self.ctx.plan.me, self.ctx.plan.nodes.max(1));
         match self.rng.below(100) {
-            roll if roll < me_percent => self.ctx.plan.me.into(),
-            0..=89 => self.peer().into(),
+            roll if roll < me_percent || (roll <= 89 && nodes == 1) => me.into(),
+            0..=89 => {
+                let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
+                (other + u32::from(other >= me)).into()
+            }
             _ => self.node(),
         }
     }
@@ -419,12 +393,6 @@ impl Planner<'_, '_> {
     /// fuzzers can map it once it is published.
     fn lmr_password(&mut self) -> u64 {
         self.rng.or_random(80, SHARED_PASSWORD)
-    }
-
-    fn made_up_handle(&mut self) -> u64 {
-        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
-        let values = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
-        self.rng.choose(&values)
     }
 
     /// A handle, preferring the process's own that `prefer` accepts.
@@ -453,7 +421,9 @@ impl Planner<'_, '_> {
                 }
             }
         }
-        HandleChoice::Other(self.made_up_handle())
+        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
+        let made_up = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
+        HandleChoice::Other(self.rng.choose(&made_up))
     }
 
     /// The right password of `choice`, or now and then a wrong one.
@@ -1286,18 +1256,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &[home, number, lock], expect, effect)
     }
 
-    /// The pointer to pass for `lock`: the out-parameter filled with it,
-    /// or one of [`LOCK_BAD_POINTERS`]; whether it is bad (the call must
-    /// fail), and `effect`, or none through a bad one (it changes no lock).
-    fn lock_argument(&mut self, lock: LiteLock, effect: Effect) -> (u64, bool, Effect) {
-        if self.rng.percent(93) {
-            (self.out.lock_record(lock), false, effect)
-        } else {
-            let kind = self.rng.choose(&LOCK_BAD_POINTERS);
-            (self.ctx.arena.bad_pointer(kind), true, Effect::None)
-        }
-    }
-
     fn made_up_lock(&mut self) -> LiteLock {
         LiteLock {
             home: self.home() as u32,
@@ -1317,12 +1275,25 @@ impl Planner<'_, '_> {
             roll if roll <= known_cut => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),
         };
-        let effect = if locking {
-            Effect::Lock(lock)
+        // The out-parameter filled with the lock, or a bad pointer through
+        // which the kernel reads no lock (it cannot read it, or reads the
+        // read-only page's pattern, which names no node) and changes none.
+        // Through [`BadPointer::Straddle`] it would read whatever lock any
+        // thread of the process last had written there (by `lite_ask_lock`,
+        // say), and take or release a lock the thread cannot name.
+        let bad = !self.rng.percent(93);
+        let (pointer, effect) = if bad {
+            let kinds: Vec<BadPointer> = BadPointer::ALL
+                .into_iter()
+                .filter(|&kind| kind != BadPointer::Straddle)
+                .collect();
+            let kind = self.rng.pick(&kinds).copied().unwrap_or(BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), Effect::None)
+        } else if locking {
+            (self.out.lock_record(lock), Effect::Lock(lock))
         } else {
-            Effect::Unlock(lock)
+            (self.out.lock_record(lock), Effect::Unlock(lock))
         };
-        let (pointer, bad, effect) = self.lock_argument(lock, effect);
         let (held, uncertain) = (
             self.state.held.contains(&lock),
             self.state.uncertain.contains(&lock),

@@ -7,13 +7,12 @@
 //! shifts the next step, so the same seed replays the same sequence of
 //! steps whatever the calls returned.
 
+use crate::pattern::{splitmix64_output, GOLDEN_GAMMA};
+
 /// One splitmix64 step: advances `state` and returns the next output.
 pub(crate) fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    *state = state.wrapping_add(GOLDEN_GAMMA);
+    splitmix64_output(*state)
 }
 
 /// A 64-bit mix of `value`, for deriving seeds and passwords.
