@@ -541,18 +541,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seeds_parse_in_both_bases() {
-        assert_eq!(parse_seed("42"), Ok(42));
-        assert_eq!(parse_seed("0x2a"), Ok(42));
-        assert_eq!(parse_seed(" 0X2A "), Ok(42));
-        assert_eq!(parse_seed("0xffffffffffffffff"), Ok(u64::MAX));
-        assert!(parse_seed("0x").is_err());
-        assert!(parse_seed("-1").is_err());
-        assert!(parse_seed("seed").is_err());
-        assert_ne!(seed_from_clock(), seed_from_clock() ^ 1);
-    }
-
-    #[test]
     fn children_end_normally_only_with_status_0() {
         assert_eq!(abnormal_end(0), None);
         let ends = [1 << 8, libc::SIGSEGV].map(|status| abnormal_end(status).unwrap_or_default());
@@ -560,7 +548,7 @@ mod tests {
     }
 
     #[test]
-    fn the_replay_command_round_trips_the_seed() {
+    fn seeds_parse_in_both_bases_and_round_trip_the_replay_command() {
         let config = FuzzConfig {
             cm: Ipv4Addr::new(10, 77, 0, 254),
             nodes: 3,
@@ -578,6 +566,12 @@ mod tests {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .map(parse_seed);
         assert_eq!(seed, Some(Ok(0xdead_beef)));
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed(" 0X2A "), Ok(42));
+        assert_eq!(parse_seed("0xffffffffffffffff"), Ok(u64::MAX));
+        for bad in ["0x", "-1", "seed"] {
+            assert!(parse_seed(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -45,6 +45,15 @@ pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
     COMMON.contains(&errno) || call.documented().contains(&errno)
 }
 
+/// The errno of a raw result, 0 for success.
+pub(crate) fn errno_of(ret: i64) -> i32 {
+    if ret < 0 {
+        ret.unsigned_abs() as i32
+    } else {
+        0
+    }
+}
+
 /// Result buckets counted per call: success, each errno up to
 /// [`MAX_ERRNO`], the restart codes, anything else.
 pub(crate) const OUTCOMES: usize = MAX_ERRNO as usize + 3;

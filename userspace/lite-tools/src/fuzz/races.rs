@@ -30,6 +30,7 @@ use lite::sys::{
 use super::abnormal_end;
 use super::calls::{args, raw_syscall, Syscall};
 use super::effects::Effect;
+use super::errnos::errno_of;
 use super::expect::{Expect, Value};
 use super::generate::{Context, OutParams, Planned, ThreadState, RUNNING_CALL_MS};
 use super::memory::{BadPointer, BULK_AREA, PAGE, RACE_WINDOW};
@@ -114,16 +115,14 @@ pub(crate) fn run(
     state: &mut ThreadState,
     out: &mut OutParams,
 ) {
-    let race = rng.choose(&RACES);
-    let mut race_run = RaceRun {
+    rng.choose(&RACES)(&mut RaceRun {
         caller,
         helper,
         rng,
         step,
         state,
         out,
-    };
-    race(&mut race_run);
+    });
 }
 
 struct RaceRun<'x, 'r, 'a> {
@@ -133,14 +132,6 @@ struct RaceRun<'x, 'r, 'a> {
     step: u64,
     state: &'x mut ThreadState,
     out: &'x mut OutParams,
-}
-
-fn errno_of(ret: i64) -> i32 {
-    if ret < 0 {
-        ret.unsigned_abs() as i32
-    } else {
-        0
-    }
 }
 
 impl<'a> RaceRun<'_, '_, 'a> {
