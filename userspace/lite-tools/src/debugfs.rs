@@ -5,16 +5,9 @@
 //! ([`ADMIN_GROUP_FILE`], parsed by [`parse_admin_group`]), the node's view
 //! of the membership ([`membership`]) and the users' quotas ([`quotas`]).
 //!
-//! The statistics file holds one item per line: `NAME VALUE` for each
-//! field of `struct lite_stats` (same names), then one line per operation
-//! type and priority:
-//!
-//! ```text
-//! op=read priority=high ops=12 bytes=49152 errors=0 throttled=0 throttled_us=0 latency_us=1:0,2:0,...,1048576:0,inf:0
-//! ```
-//!
-//! The latency histogram's buckets are upper bounds in microseconds:
-//! powers of two from 1 to 2^20, then `inf`.
+//! The statistics file's format is in userspace/README.md: a `NAME VALUE`
+//! line per field of `struct lite_stats`, then one line per operation type
+//! and priority, with a latency histogram of [`LATENCY_BUCKETS`] buckets.
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1,25 +1,7 @@
-//! The quotas file in [`DEBUGFS_DIR`](super::DEBUGFS_DIR): what each user
-//! may hold through LITE on this node and what each holds, and how many
-//! bytes the LMRs of each other node may hold here (see "Quotas" in the
-//! uapi header).
-//!
-//! Reading it gives one line each: the default limits of every user, the
-//! limits of users that have their own, the default and own limits of the
-//! other nodes, the usage of every user holding anything, and the bytes
-//! held here for each other node (while this node is a member):
-//!
-//! ```text
-//! limit default remote_memory=1073741824 pinned_memory=unlimited lmrs=65536 names=4096 rpc_ports=1024 locks=4096
-//! limit uid 1000 remote_memory=268435456 pinned_memory=unlimited lmrs=100 names=4096 rpc_ports=1024 locks=4096
-//! limit node default remote_memory=4294967296
-//! limit node 2 remote_memory=1048576
-//! usage uid 0 remote_memory=4096 pinned_memory=0 lmrs=1 names=0 rpc_ports=0 locks=3
-//! served node 2 remote_memory=524288
-//! ```
-//!
-//! A task with `CAP_NET_ADMIN` changes the limits by writing one
-//! [`Command`] per `write(2)` (`EPERM` without it, `EINVAL` for a line
-//! that is no command).
+//! The quotas file in [`DEBUGFS_DIR`](super::DEBUGFS_DIR): each user's
+//! limits and usage on this node, and what other nodes' LMRs may hold and
+//! hold here, one line each, changed by writing one [`Command`] per
+//! `write(2)`. Its format is in "Quotas" in the top-level README.
 
 use std::collections::BTreeMap;
 use std::fmt;
