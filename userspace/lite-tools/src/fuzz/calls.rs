@@ -112,7 +112,6 @@ syscalls! {
     DsmOpen: SYS_LITE_DSM_OPEN, "lite_dsm_open", 5, [EINVAL, ENOENT, EACCES, EEXIST, EDQUOT];
 }
 
-/// Number of LITE system calls.
 pub(crate) const SYSCALLS: usize = 41;
 
 impl Syscall {

@@ -75,7 +75,6 @@ pub(crate) enum Effect {
 }
 
 impl Effect {
-    /// A new handle of `kind`.
     pub(crate) fn new_lmr(
         kind: LmrKind,
         size: Option<u64>,

@@ -106,9 +106,6 @@ impl OutParams {
     }
 }
 
-/// Why a call on a handle this process does not hold must fail.
-const NOT_OURS: &str = "a handle that is no handle of this process";
-
 /// One call to make.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Planned {
@@ -174,7 +171,8 @@ impl HandleChoice {
     }
 
     fn not_ours(self) -> Reason {
-        (self.certainly_invalid(), NOT_OURS)
+        let reason = "a handle that is no handle of this process";
+        (self.certainly_invalid(), reason)
     }
 
     /// Whether it is a handle of this process to an LMR of its own
@@ -202,7 +200,6 @@ impl HandleChoice {
     }
 }
 
-/// Where a buffer goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Area {
     Scratch,
@@ -219,7 +216,6 @@ pub(crate) struct Planner<'a, 'c> {
     pub(crate) out: &'a mut OutParams,
 }
 
-/// Draws the arguments of the call it is given.
 type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 
 /// The calls a fuzzing thread draws, how often (per thousand-ish), and
@@ -290,7 +286,6 @@ const BAD_MESSAGE_SIZES: [u64; 3] = [0, MAX_MESSAGE_SIZE + 1, u64::MAX];
 /// Why a call certainly fails, if the condition holds.
 type Reason = (bool, &'static str);
 
-/// Why a node id is refused.
 const REFUSED_NODE: &str = "a node id of 64 or more";
 
 /// A node id of 64 or more (in the 32 bits the kernel reads) is refused.

@@ -83,7 +83,6 @@ pub(crate) fn pack_lock(lock: LiteLock) -> u64 {
     u64::from(lock.home) << 32 | u64::from(lock.number)
 }
 
-/// Unpacks a lock packed by [`pack_lock`].
 pub(crate) fn unpack_lock(value: u64) -> LiteLock {
     LiteLock {
         home: (value >> 32) as u32,
@@ -200,7 +199,6 @@ impl Pool {
             .sum()
     }
 
-    /// Registrations held.
     pub(crate) fn registrations(&self) -> usize {
         self.lmrs
             .iter()
@@ -208,12 +206,10 @@ impl Pool {
             .count()
     }
 
-    /// The record of `handle`.
     pub(crate) fn lmr(&self, handle: u64) -> Option<&LmrRecord> {
         self.lmrs.iter().find(|r| r.handle == handle)
     }
 
-    /// Adds an LMR the process now holds.
     pub(crate) fn add_lmr(&mut self, record: LmrRecord) {
         if let LmrKind::Wrapped { name } = record.kind {
             self.names.push((name, record.handle));
@@ -246,14 +242,12 @@ impl Pool {
         self.names.retain(|&(_, h)| h != handle);
     }
 
-    /// An asynchronous operation was reaped.
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
         self.calls.retain(|&o| o != op);
         remember(&mut self.stale_ops, op, STALE);
     }
 
-    /// A descriptor was answered.
     pub(crate) fn answered(&mut self, descriptor: u64) {
         self.descriptors.retain(|&d| d != descriptor);
         remember(&mut self.stale_descriptors, descriptor, STALE);

@@ -611,7 +611,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// Unlocks `lock`, which this thread took; whether that worked.
+    /// Whether unlocking `lock`, which this thread took, worked.
     fn give_back(&mut self, lock: LiteLock) -> bool {
         let pointer = self.out.lock_record(lock);
         let ret = self.certain(Syscall::Unlock, &[pointer], true, "a lock this thread took");

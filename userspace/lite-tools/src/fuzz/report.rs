@@ -92,7 +92,6 @@ pub(crate) fn calls_line(shared: &Shared, call: Syscall) -> String {
     line
 }
 
-/// The totals line.
 pub(crate) fn total_line(calls: u64, alarms: u64, hung: u64) -> String {
     format!("{TOTAL_PREFIX}calls={calls} alarms={alarms} hung={hung}")
 }
