@@ -154,15 +154,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cm_address_must_be_dotted_ipv4() {
+    fn cm_address_must_be_dotted_ipv4_and_the_cluster_leaves_room_for_the_manager() {
         assert_eq!(parse_cm_address("10.0.0.1"), Ok(Ipv4Addr::new(10, 0, 0, 1)));
         assert!(parse_cm_address("localhost").is_err());
         assert!(parse_cm_address("::1").is_err());
         assert!(parse_cm_address("10.0.0.1:18500").is_err());
-    }
-
-    #[test]
-    fn cluster_limit_leaves_room_for_the_manager_id() {
         assert_eq!(MAX_CLUSTER_NODES, 63);
     }
 }

@@ -269,7 +269,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_tell_their_node_size_and_password() {
+    fn names_and_race_ports_stay_apart() {
         let name = fuzz_name(3, 1, 2, 3);
         assert_eq!(size_of_name(name), Some(65536));
         assert_eq!(size_of_name(fuzz_name(3, 1, UNSIZED_CLASS, 0)), None);
@@ -281,10 +281,6 @@ mod tests {
         assert_ne!(coordinator_name(1, READY), coordinator_name(2, READY));
         assert_ne!(coordinator_name(1, READY), coordinator_name(1, DONE));
         assert_ne!(coordinator_name(1, READY), fuzz_name(1, 0, 0, 1));
-    }
-
-    #[test]
-    fn race_ports_stay_above_the_pool() {
         for proc in 0..8 {
             for thread in 0..8 {
                 let port = race_port(proc, 8, thread);
@@ -316,10 +312,7 @@ mod tests {
         assert_eq!(pool.stale_ops.len(), STALE);
         let lock = LiteLock { home: 2, number: 7 };
         assert_eq!(unpack_lock(pack_lock(lock)), lock);
-    }
-
-    #[test]
-    fn release_attempts_are_remembered_up_to_a_bound() {
+        // Release attempts are remembered up to a bound.
         let mut pool = Pool::default();
         assert!(!pool.release_attempted(0x1_0000_0001));
         pool.note_release_attempt(0x1_0000_0001);

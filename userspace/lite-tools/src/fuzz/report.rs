@@ -119,10 +119,7 @@ mod tests {
         assert_eq!(unprivileged, "node 1 unprivileged process step 3");
         let free = call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9);
         assert_eq!(free, "lite_free(5) returned -9 (-EBADF)");
-    }
-
-    #[test]
-    fn alarms_are_counted_per_process() {
+        // Alarms are counted per process, those of no process ignored.
         let shared = Shared::map().expect("shared");
         alarm(shared, 2, "test", "a call", "a reason");
         alarm(shared, 99, "test", "a call", "out of range: ignored");

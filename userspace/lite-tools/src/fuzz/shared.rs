@@ -188,7 +188,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_and_offers_are_shared_with_a_child() {
+    fn counts_offers_and_calls_under_way_are_shared() {
         let shared = Shared::map().expect("mapping");
         let proc = &shared.procs[1];
         proc.count(Syscall::Free, 0);
@@ -212,10 +212,7 @@ mod tests {
         let mut rng = Rng::from_seed(3);
         let picked = (0..200).filter_map(|_| proc.handles.pick(&mut rng)).next();
         assert_eq!(picked, Some(7));
-    }
-
-    #[test]
-    fn a_slot_tells_what_runs() {
+        // A slot tells what runs.
         let shared = Shared::map().expect("mapping");
         let slot = &shared.procs[0].slots[3];
         assert!(slot.current().is_none());
