@@ -568,7 +568,7 @@ mod tests {
     }
 
     #[test]
-    fn qos_parameters_have_the_documented_files_and_defaults() {
+    fn the_settings_files_have_their_documented_names_defaults_and_format() {
         let found: Vec<_> = QosParam::ALL
             .iter()
             .map(|p| (p.file_name(), p.default_value()))
@@ -583,10 +583,7 @@ mod tests {
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());
-    }
-
-    #[test]
-    fn the_admin_group_is_a_gid_and_a_newline() {
+        // The admin group is a gid and a newline.
         assert_eq!(parse_admin_group("4294967295\n"), Ok(NO_ADMIN_GROUP));
         assert_eq!(parse_admin_group("4301\n"), Ok(4301));
         for text in ["4301", " 4301\n", "staff\n"] {

@@ -152,7 +152,7 @@ mod tests {
     }
 
     #[test]
-    fn the_command_line_is_load_and_a_file() {
+    fn the_command_line_loads_a_file_into_the_key_the_kernel_asks_for() {
         let args = |list: &[&str]| -> Vec<String> { list.iter().map(|s| s.to_string()).collect() };
         let path = "/etc/lite/cluster.secret";
         let load = parse_secret_command(&args(&["load", path]));
@@ -168,10 +168,6 @@ mod tests {
         ] {
             assert!(parse_secret_command(&args(bad)).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn the_key_is_the_one_the_kernel_asks_for() {
         assert_eq!(KEY_TYPE, c"user");
         assert_eq!(KEY_DESCRIPTION, c"lite:cluster");
         // The kernel looks up a key of the "user" type with that description.

@@ -434,10 +434,7 @@ mod tests {
             unchecked.join(", "),
             format!("{expected}, sparkles missing -> 7")
         );
-    }
-
-    #[test]
-    fn optional_counters_are_checked_only_when_listed() {
+        // Optional counters are checked only when listed.
         let brief = ["mappings", "names", "async_ops", "pool_segments"];
         let all = compare(&edited(&brief), &edited(&brief));
         assert_eq!(all.len(), COUNTERS.len() - 4);

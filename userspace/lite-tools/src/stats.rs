@@ -78,7 +78,7 @@ mod tests {
     }
 
     #[test]
-    fn summary_of_known_samples() {
+    fn summaries_of_known_odd_and_degenerate_samples() {
         // Unsorted on purpose: summarize must sort.
         let samples = [4.0, 2.0, 9.0, 5.0, 5.0, 4.0, 7.0, 4.0];
         let summary = summarize(&samples).expect("samples given");
@@ -91,10 +91,6 @@ mod tests {
         assert!(close(summary.stdev, (32.0f64 / 7.0).sqrt()));
         assert!(close(summary.p10, 2.0 + 0.7 * 2.0));
         assert!(close(summary.p90, 7.0 + 0.3 * 2.0));
-    }
-
-    #[test]
-    fn odd_and_degenerate_inputs() {
         // The interpolation between ranks is tested with `lite_bench_record`.
         let sorted = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(percentile(&sorted, 0.0), Some(1.0));

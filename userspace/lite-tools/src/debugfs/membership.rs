@@ -194,7 +194,7 @@ mod tests {
     }
 
     #[test]
-    fn the_kernel_s_files_parse_and_the_format_round_trips() {
+    fn the_kernel_s_files_parse_the_format_round_trips_and_malformed_ones_fail() {
         let MembershipFile::Member(view) = parse_membership(CUT_OFF).expect("parses") else {
             panic!("a member's file read as no member");
         };
@@ -216,10 +216,6 @@ mod tests {
         let text = "joined 0\nheartbeat_ms 500\nmanager_timeout_ms 3000\n";
         assert_eq!(parse_membership(text), Ok(MembershipFile::NotJoined));
         assert_eq!(device_in_use(text), None);
-    }
-
-    #[test]
-    fn malformed_files_are_rejected() {
         for (text, why) in [
             ("node 1\nincarnation 1\nepoch 1\n", "fenced is missing"),
             ("node 1\nincarnation 1\nepoch 1\nfenced 2\n", "not 0 or 1"),
