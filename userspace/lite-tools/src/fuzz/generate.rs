@@ -1039,29 +1039,21 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, Effect::Receive).blocking(self.wait_ms(flags == 0))
     }
 
-    /// A descriptor to answer; whether it certainly is none of this
-    /// process's unanswered ones.
-    fn descriptor(&mut self) -> (u64, bool) {
-        let pool = self.pool;
-        let (own, stale) = (&pool.descriptors, &pool.stale_descriptors);
-        match self.held_id(own, stale, |p| &p.descriptors, [59, 69, 79]) {
+    /// A reply, alone or with the next receive, as `call` is.
+    fn reply(&mut self, call: Syscall) -> Planned {
+        // A descriptor to answer; whether it certainly is none of this
+        // process's unanswered ones.
+        let (own, stale) = (&self.pool.descriptors, &self.pool.stale_descriptors);
+        let (descriptor, stale) = match self.held_id(own, stale, |p| &p.descriptors, [59, 69, 79]) {
             Ok(found) => found,
             // A one-way message's descriptor is 0: never answerable.
             Err(80..=89) => (0, true),
             Err(_) => (self.rng.next_u64(), false),
-        }
-    }
-
-    fn reply_size(&mut self) -> u64 {
+        };
         let sizes = |rng: &mut Rng| rng.choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE]);
-        self.rng
-            .mostly(92, sizes, &[MAX_MESSAGE_SIZE + 1, u64::MAX])
-    }
-
-    /// A reply, alone or with the next receive, as `call` is.
-    fn reply(&mut self, call: Syscall) -> Planned {
-        let (descriptor, stale) = self.descriptor();
-        let size = self.reply_size();
+        let size = self
+            .rng
+            .mostly(92, sizes, &[MAX_MESSAGE_SIZE + 1, u64::MAX]);
         let (buf, faults) = self.buffer(size, false, Area::Scratch);
         let receives = call == Syscall::ReplyAndReceiveMessage;
         let value = if receives {
@@ -1186,13 +1178,8 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, Effect::None)
     }
 
-    /// A home node for a lock.
-    fn home(&mut self) -> u64 {
-        self.member(50)
-    }
-
     fn create_lock(&mut self, call: Syscall) -> Planned {
-        let home = self.home();
+        let home = self.member(50);
         // Past its quota a thread only tries with a bad pointer, which is
         // refused before a lock is created.
         let bad = self.state.locks_created >= MAX_LOCKS_CREATED || self.rng.percent(10);
@@ -1227,9 +1214,9 @@ impl Planner<'_, '_> {
     fn ask_lock(&mut self, call: Syscall) -> Planned {
         let (home, number) = match (self.rng.below(100), self.known_lock()) {
             (0..=49, Some(lock)) => (u64::from(lock.home), u64::from(lock.number)),
-            (0..=84, _) => (self.home(), self.rng.below(64)),
+            (0..=84, _) => (self.member(50), self.rng.below(64)),
             _ => (
-                self.home(),
+                self.member(50),
                 self.rng
                     .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)]),
             ),
@@ -1253,7 +1240,7 @@ impl Planner<'_, '_> {
 
     fn made_up_lock(&mut self) -> LiteLock {
         LiteLock {
-            home: self.home() as u32,
+            home: self.member(50) as u32,
             number: self.rng.choose(&[MAX_LOCKS, u32::MAX]),
         }
     }
