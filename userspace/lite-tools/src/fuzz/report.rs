@@ -1,12 +1,6 @@
 //! What the fuzzer prints: alarms as they happen, and the summary at the
-//! end, as TAP comments in formats the harness (`cargo xtask fuzz`) reads:
-//!
-//! ```text
-//! # lite-fuzz seed=0x2a
-//! # ALARM node 1 proc 0 thread 2 step 17: lite_free(0x100000001) returned 0: succeeded (0), though ...
-//! # lite-fuzz calls lite_free=120 ok=80 EBADF=30 EINTR=10
-//! # lite-fuzz total calls=9000 alarms=0 hung=0
-//! ```
+//! end, as TAP comments in the formats userspace/README.md gives and the
+//! harness (`cargo xtask fuzz`) reads.
 //!
 //! Lines are written with one `write` each, straight to the file
 //! descriptor, so that the lines of the processes and threads of a run
