@@ -174,29 +174,15 @@ mod tests {
     /// line that is not indented (a new section, or the comment's end).
     fn header_calls(header: &str) -> BTreeMap<String, HeaderCall> {
         let mut calls: BTreeMap<String, HeaderCall> = BTreeMap::new();
-        // The calls whose description is being read, and the text so far.
-        let mut group: Vec<String> = Vec::new();
-        let mut text = String::new();
-        let flush = |group: &mut Vec<String>,
-                     text: &mut String,
-                     calls: &mut BTreeMap<String, HeaderCall>| {
-            for name in group.drain(..) {
-                let entry = calls.entry(name.clone()).or_default();
-                entry.direct.extend(errnos_in(text));
-                let mut named = calls_named_in(text);
-                named.remove(&name);
-                entry.refers_to.extend(named);
-            }
-            text.clear();
-        };
+        // Each description with the calls it follows; the last one is read
+        // while `reading`.
+        let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+        let mut reading = false;
         let mut bodies = header
             .lines()
             .filter_map(|line| line.trim_start().strip_prefix('*'));
         while let Some(body) = bodies.next() {
             if let Some(signature) = body.strip_prefix(" long lite_") {
-                if !text.trim().is_empty() {
-                    flush(&mut group, &mut text, &mut calls);
-                }
                 let mut prototype = signature.to_string();
                 while !prototype.contains(')') {
                     let next = bodies.next().expect("a prototype ends");
@@ -211,17 +197,29 @@ mod tests {
                     "" | "void" => 0,
                     _ => params.split(',').count(),
                 };
-                group.push(name);
-                text.push_str(rest);
-                text.push('\n');
+                match groups.last_mut() {
+                    Some((names, text)) if reading && text.trim().is_empty() => {
+                        names.push(name);
+                        text.push_str(&format!("{rest}\n"));
+                    }
+                    _ => groups.push((vec![name], format!("{rest}\n"))),
+                }
+                reading = true;
             } else if !body.starts_with("   ") && !body.trim().is_empty() {
-                flush(&mut group, &mut text, &mut calls);
-            } else if !group.is_empty() {
-                text.push_str(body);
-                text.push('\n');
+                reading = false;
+            } else if let Some((_, text)) = groups.last_mut().filter(|_| reading) {
+                text.push_str(&format!("{body}\n"));
             }
         }
-        flush(&mut group, &mut text, &mut calls);
+        for (names, text) in groups {
+            for name in names {
+                let entry = calls.entry(name.clone()).or_default();
+                entry.direct.extend(errnos_in(&text));
+                let mut named = calls_named_in(&text);
+                named.remove(&name);
+                entry.refers_to.extend(named);
+            }
+        }
         calls
     }
 

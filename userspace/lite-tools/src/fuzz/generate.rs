@@ -60,13 +60,11 @@ impl Context<'_> {
 /// What one thread keeps for itself.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadState {
-    /// Its index in the process.
     pub(crate) thread: u32,
     /// Locks it holds (the holder of a lock is a thread).
     pub(crate) held: Vec<LiteLock>,
     /// Locks whose state is unknown after an odd result.
     pub(crate) uncertain: Vec<LiteLock>,
-    /// Locks it created.
     pub(crate) locks_created: u32,
     /// Locks that did not come back after a child waiting for them was
     /// killed, with the step: checked again when fuzzing is over.

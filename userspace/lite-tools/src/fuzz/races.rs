@@ -144,12 +144,11 @@ impl<'a> RaceRun<'_, '_, 'a> {
     /// Makes `call`, which returns 0 on success and must succeed (or, if
     /// not `succeeds`, fail) for `reason`.
     fn certain(&self, call: Syscall, given: &[u64], succeeds: bool, reason: &'static str) -> i64 {
-        let mut expect = Expect::value(Value::Zero);
-        if succeeds {
-            expect.must_succeed = Some(reason);
-        } else {
-            expect.must_fail = Some(reason);
-        }
+        let expect = Expect {
+            must_succeed: succeeds.then_some(reason),
+            must_fail: (!succeeds).then_some(reason),
+            ..Expect::value(Value::Zero)
+        };
         let planned = Planned::of(call, given, expect, Effect::None);
         self.caller.run(self.step, &planned)
     }
