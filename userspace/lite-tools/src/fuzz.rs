@@ -84,6 +84,14 @@ const FINISH_GRACE_MS: u64 = 90_000;
 const COUNTERS_SETTLE: Duration = Duration::from_secs(15);
 /// How long a first join may be refused for reasons that pass.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
+/// The errors of a join the manager refuses for reasons that pass.
+const JOIN_REFUSED_FOR_NOW: [i32; 5] = [
+    libc::EAGAIN,
+    libc::EADDRINUSE,
+    libc::EALREADY,
+    libc::ETIMEDOUT,
+    libc::ECONNREFUSED,
+];
 
 /// What to fuzz and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,16 +271,7 @@ fn join(cm: Ipv4Addr) -> Result<Membership, String> {
             Ok(membership) => return Ok(membership),
             Err(error)
                 if start.elapsed() < JOIN_TIMEOUT
-                    && matches!(
-                        error.raw_os_error(),
-                        Some(
-                            libc::EAGAIN
-                                | libc::EADDRINUSE
-                                | libc::EALREADY
-                                | libc::ETIMEDOUT
-                                | libc::ECONNREFUSED
-                        )
-                    ) =>
+                    && JOIN_REFUSED_FOR_NOW.contains(&error.raw_os_error().unwrap_or(0)) =>
             {
                 std::thread::sleep(Duration::from_secs(1));
             }
