@@ -1350,20 +1350,6 @@ mod tests {
     use super::*;
     use crate::fuzz::shared::Shared;
 
-    fn context<'a>(arena: &'a Arena, shared: &'static Shared) -> Context<'a> {
-        let plan = ProcessPlan {
-            seed: 0,
-            me: 2,
-            nodes: 3,
-            procs: 3,
-            threads: 2,
-            proc: 1,
-            deadline_ms: 0,
-            shared,
-        };
-        Context { plan, arena }
-    }
-
     /// FNV-1a, a hash that stays the same across toolchains.
     fn fnv1a(text: &str) -> u64 {
         text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
@@ -1385,7 +1371,20 @@ mod tests {
     ) -> Vec<(Planned, String)> {
         let arena = Arena::new(2).expect("arena");
         let shared = Shared::map().expect("shared");
-        let ctx = context(&arena, shared);
+        let plan = ProcessPlan {
+            seed: 0,
+            me: 2,
+            nodes: 3,
+            procs: 3,
+            threads: 2,
+            proc: 1,
+            deadline_ms: 0,
+            shared,
+        };
+        let ctx = Context {
+            plan,
+            arena: &arena,
+        };
         let mut out = OutParams::new();
         let out_start = std::ptr::addr_of!(*out) as u64;
         let out_end = out_start + std::mem::size_of::<OutParams>() as u64;
