@@ -109,11 +109,6 @@ impl Operation {
     }
 }
 
-/// The priority named `name` in the statistics file.
-pub fn priority_from_name(name: &str) -> Option<Priority> {
-    Priority::ALL.into_iter().find(|p| p.name() == name)
-}
-
 /// Buckets of the latency histogram: 2^0 ..= 2^20 µs, then unbounded.
 pub const LATENCY_BUCKETS: usize = 22;
 
@@ -316,8 +311,10 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     let op_name = field(items.next(), "op")?;
     let op = Operation::from_name(op_name).ok_or_else(|| format!("unknown op {op_name:?}"))?;
     let priority_name = field(items.next(), "priority")?;
-    let priority = priority_from_name(priority_name)
-        .ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
+    let priority = Priority::ALL
+        .into_iter()
+        .find(|p| p.name() == priority_name);
+    let priority = priority.ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
     let mut row = OpStats::new(op, priority);
     for (key, counter) in OP_COUNTERS {
         *counter(&mut row) = parse_number(field(items.next(), key)?, key)?;
