@@ -139,62 +139,57 @@ impl Planned {
 
 /// A handle to pass, and what is certain about it.
 #[derive(Debug, Clone, Copy)]
-enum HandleChoice {
-    /// One the process holds.
-    Own(LmrRecord),
-    /// One the process released: never valid again.
-    Stale(u64),
-    /// Another process's, which may or may not mean something here, or a
-    /// made-up value.
-    Other(u64),
-}
-
-impl HandleChoice {
-    fn raw(self) -> u64 {
-        match self {
-            HandleChoice::Own(record) => record.handle,
-            HandleChoice::Stale(h) | HandleChoice::Other(h) => h,
-        }
-    }
-
+struct HandleChoice {
+    raw: u64,
+    /// The process's record of it, if the process holds it.
+    record: Option<LmrRecord>,
     /// Whether no call can accept it: released, or never a handle (handles
     /// are above 0 and fit a non-negative return value, as every handle
     /// another process offers does).
-    fn certainly_invalid(self) -> bool {
-        match self {
-            HandleChoice::Stale(_) => true,
-            HandleChoice::Other(h) => h == 0 || h > i64::MAX as u64,
-            _ => false,
+    certainly_invalid: bool,
+}
+
+impl HandleChoice {
+    fn own(record: LmrRecord) -> Self {
+        let (raw, record) = (record.handle, Some(record));
+        HandleChoice {
+            raw,
+            record,
+            certainly_invalid: false,
+        }
+    }
+
+    /// One the process does not hold: another process's (which may or may
+    /// not mean something here), a made-up value, or, if `released`, one
+    /// the process released, never valid again.
+    fn not_held(raw: u64, released: bool) -> Self {
+        let never = raw == 0 || raw > i64::MAX as u64;
+        HandleChoice {
+            raw,
+            record: None,
+            certainly_invalid: released || never,
         }
     }
 
     fn not_ours(self) -> Reason {
         let reason = "a handle that is no handle of this process";
-        (self.certainly_invalid(), reason)
+        (self.certainly_invalid, reason)
     }
 
     /// Whether it is a handle of this process to an LMR of its own
     /// (`owner`) or to a mapping.
     fn held_as(self, owner: bool) -> bool {
-        self.record().is_some_and(|r| r.kind.is_owner() == owner)
-    }
-
-    fn record(self) -> Option<LmrRecord> {
-        match self {
-            HandleChoice::Own(record) => Some(record),
-            _ => None,
-        }
+        self.record.is_some_and(|r| r.kind.is_owner() == owner)
     }
 
     fn size(self) -> Option<u64> {
-        self.record().and_then(|r| r.size)
+        self.record.and_then(|r| r.size)
     }
 
     /// Whether it is a handle of this process that certainly lacks
     /// `permission`.
     fn lacks(self, permission: u64) -> bool {
-        self.record()
-            .is_some_and(|r| r.permission & permission == 0)
+        self.record.is_some_and(|r| r.permission & permission == 0)
     }
 }
 
@@ -394,34 +389,34 @@ impl Planner<'_, '_> {
         if roll < 72 {
             let preferred: Vec<&LmrRecord> = self.pool.lmrs.iter().filter(|r| prefer(r)).collect();
             if let Some(record) = self.rng.pick(&preferred) {
-                return HandleChoice::Own(**record);
+                return HandleChoice::own(**record);
             }
             if let Some(record) = self.rng.pick(&self.pool.lmrs) {
-                return HandleChoice::Own(*record);
+                return HandleChoice::own(*record);
             }
         }
         if roll < 80 {
             let stale: Vec<u64> = self.pool.stale_handles.iter().copied().collect();
             if let Some(&handle) = self.rng.pick(&stale) {
-                return HandleChoice::Stale(handle);
+                return HandleChoice::not_held(handle, true);
             }
         }
         if roll < 87 {
             let other = self.ctx.other(self.rng);
             if let Some(handle) = other.handles.pick(self.rng) {
                 if self.pool.lmr(handle).is_none() {
-                    return HandleChoice::Other(handle);
+                    return HandleChoice::not_held(handle, false);
                 }
             }
         }
         let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
         let made_up = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
-        HandleChoice::Other(self.rng.choose(&made_up))
+        HandleChoice::not_held(self.rng.choose(&made_up), false)
     }
 
     /// The right password of `choice`, or now and then a wrong one.
     fn password(&mut self, choice: HandleChoice) -> (u64, bool) {
-        match choice.record() {
+        match choice.record {
             Some(record) if self.rng.percent(92) => (record.password, false),
             Some(record) => (record.password ^ (1 + self.rng.below(u64::MAX - 1)), true),
             None => (self.rng.next_u64(), false),
@@ -589,7 +584,7 @@ impl Planner<'_, '_> {
             (faults, "a buffer the kernel cannot access"),
             (too_long, "a size above LITE_MAX_ASYNC_SIZE"),
         ]);
-        let args = [choice.raw(), buf, len, offset, priority, password];
+        let args = [choice.raw, buf, len, offset, priority, password];
         Planned::of(call, &args, expect, effect)
     }
 
@@ -605,7 +600,7 @@ impl Planner<'_, '_> {
         };
         let expect = Expect::value(Value::Zero)
             .failing_if(&[choice.not_ours(), (choice.held_as(!owner), wrong_kind)]);
-        let handle = choice.raw();
+        let handle = choice.raw;
         Planned::of(call, &[handle], expect, Effect::Release { handle })
     }
 
@@ -633,7 +628,7 @@ impl Planner<'_, '_> {
             (byte as u32 > 255, "a byte value above 255"),
             (choice.lacks(PERM_WRITE), "a handle without WRITE"),
         ]);
-        let args = [choice.raw(), offset, len, byte];
+        let args = [choice.raw, offset, len, byte];
         Planned::of(call, &args, expect, Effect::None)
     }
 
@@ -651,11 +646,11 @@ impl Planner<'_, '_> {
         let dst_offset = self.rng.mostly(85, inside, &outside);
         let dst_outside =
             dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
-        let src_invalid = src.certainly_invalid();
+        let src_invalid = src.certainly_invalid;
         let expect = Expect::value(Value::Zero).failing_if(&[
             (src_invalid, "a source that is no handle of this process"),
             (
-                dst.certainly_invalid(),
+                dst.certainly_invalid,
                 "a destination that is no handle of this process",
             ),
             (src_outside, "the source range past the end of its LMR"),
@@ -663,7 +658,7 @@ impl Planner<'_, '_> {
             (src.lacks(PERM_READ), "a source without READ"),
             (dst.lacks(PERM_WRITE), "a destination without WRITE"),
         ]);
-        let args = [src.raw(), src_offset, dst.raw(), dst_offset, len];
+        let args = [src.raw, src_offset, dst.raw, dst_offset, len];
         Planned::of(call, &args, expect, Effect::None)
     }
 
@@ -729,7 +724,7 @@ impl Planner<'_, '_> {
             (mapping, "a mapping's handle, which cannot be published"),
             (choice.lacks(PERM_SHARE), "a handle without SHARE"),
         ]);
-        let handle = choice.raw();
+        let handle = choice.raw;
         let args = [name, handle, permission, password];
         Planned::of(call, &args, expect, Effect::Publish { name, handle })
     }
@@ -1160,7 +1155,7 @@ impl Planner<'_, '_> {
         let priority = self.priority();
         let value = self.rng.choose(&[0, 1, u64::MAX]);
         let value = self.rng.or_random(50, value);
-        let never_atomic = choice.record().is_some_and(|r| r.never_atomic());
+        let never_atomic = choice.record.is_some_and(|r| r.never_atomic());
         let expect = Expect::value(Value::Zero).failing_if(&[
             choice.not_ours(),
             (never_atomic, "a handle without ATOMIC or not of 8 bytes"),
@@ -1168,10 +1163,10 @@ impl Planner<'_, '_> {
             refused_priority(priority),
         ]);
         let args = if call == Syscall::FetchAdd {
-            [choice.raw(), old, value, priority, 0, 0]
+            [choice.raw, old, value, priority, 0, 0]
         } else {
             let new_value = self.rng.next_u64();
-            [choice.raw(), old, value, new_value, priority, 0]
+            [choice.raw, old, value, new_value, priority, 0]
         };
         Planned::of(call, &args, expect, Effect::None)
     }
