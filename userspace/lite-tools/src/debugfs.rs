@@ -433,16 +433,6 @@ mod tests {
         stats
     }
 
-    #[test]
-    fn buckets_are_powers_of_two_then_inf() {
-        assert_eq!(
-            [0, 20, 21].map(latency_bound),
-            [Some(1), Some(1 << 20), None]
-        );
-        let us = [0, 1, 3, 4, 1 << 20, (1 << 20) + 1];
-        assert_eq!(us.map(latency_bucket), [0, 0, 2, 2, 20, 21]);
-    }
-
     /// The statistics file as the kernel's `op_stats::write_text` writes
     /// it (not through [`DebugStats`]' `Display`), and its rows: one per
     /// `Operation::ALL` × `Priority::ALL`, in that order, row `i` counting
@@ -522,6 +512,13 @@ mod tests {
                 ",1048576:0,inf:1\n",
             ],
         );
+        // Latency buckets are powers of two, then inf.
+        assert_eq!(
+            [0, 20, 21].map(latency_bound),
+            [Some(1), Some(1 << 20), None]
+        );
+        let us = [0, 1, 3, 4, 1 << 20, (1 << 20) + 1];
+        assert_eq!(us.map(latency_bucket), [0, 0, 2, 2, 20, 21]);
     }
 
     #[test]
