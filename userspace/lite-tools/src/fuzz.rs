@@ -24,7 +24,6 @@
 //! its counters back where they were) and the counts of every call's
 //! results as comments ([`report`]).
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering;
@@ -510,18 +509,13 @@ fn counters_settle(baseline: &LiteStats) -> Result<(), String> {
     let start = std::time::Instant::now();
     loop {
         let differ = match lite::stats() {
-            Ok(now) => {
-                let mut differ = String::new();
-                for ((name, before), (_, after)) in local_counters(baseline)
-                    .into_iter()
-                    .zip(local_counters(&now))
-                {
-                    if before != after {
-                        let _ = write!(differ, "{name} {before} before, {after} after; ");
-                    }
-                }
-                differ
-            }
+            Ok(now) => (local_counters(baseline).into_iter())
+                .zip(local_counters(&now))
+                .filter(|((_, before), (_, after))| before != after)
+                .map(|((name, before), (_, after))| {
+                    format!("{name} {before} before, {after} after; ")
+                })
+                .collect(),
             Err(error) => format!("lite_get_stats fails: {}", describe_error(&error)),
         };
         if differ.is_empty() {
