@@ -878,7 +878,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_forked_child_reports_and_exits() {
+    fn a_forked_child_reports_and_ends_normally_only_with_status_0() {
         let (child, mut child_end) = fork_child(|parent| send(parent, &[42])).expect("fork");
         let results = read_results(&mut child_end, 1, Some(Duration::from_secs(10)));
         assert_eq!(results, Some(vec![42]));
@@ -886,6 +886,8 @@ mod tests {
         // SAFETY: waits for the child forked above.
         assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
         assert_eq!(abnormal_end(status), None);
+        let ends = [1 << 8, libc::SIGSEGV].map(|status| abnormal_end(status).unwrap_or_default());
+        assert_eq!(ends, ["exited with status 1", "was killed by signal 11"]);
         let results = read_results(&mut child_end, 1, Some(Duration::from_secs(1)));
         assert_eq!(results, None);
         let (mut ours, mut theirs) = UnixStream::pair().expect("socket pair");
