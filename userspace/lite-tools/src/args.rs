@@ -266,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn both_spellings_are_accepted() {
+    fn both_spellings_are_accepted_and_values_taken_verbatim() {
         let parsed = parse(&["--cm", "10.0.0.1", "--nodes=3"]).expect("valid command line");
         assert_eq!(parsed.get("cm"), Some("10.0.0.1"));
         assert_eq!(parsed.required::<u32>("nodes"), Ok(3));
@@ -277,10 +277,6 @@ mod tests {
         assert_eq!(parsed.with("absent", 5, refuse), Ok(5));
         let refused = Err(invalid("nodes", "3", "nope"));
         assert_eq!(parsed.with("nodes", 0, refuse), refused);
-    }
-
-    #[test]
-    fn values_may_contain_equals_and_start_with_dashes() {
         let parsed = parse(&["--cm", "--nodes"]).expect("value taken verbatim");
         assert_eq!(parsed.get("cm"), Some("--nodes"));
         let parsed = parse(&["--cm=a=b"]).expect("split at the first '='");
@@ -288,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_problem() {
+    fn errors_name_the_problem_and_usage_every_option() {
         for (args, error) in [
             (&["-h"][..], "help requested"),
             (&["--cm", "x", "--help"], "help requested"),
@@ -307,28 +303,20 @@ mod tests {
         let nodes = parsed.required::<u32>("nodes").map_err(|e| e.to_string());
         let invalid = "invalid value 'three' for --nodes: invalid digit found in string";
         assert_eq!(nodes, Err(invalid.to_string()));
+        let usage = CLI.usage();
+        assert!(usage.starts_with("usage: tool --cm IP [--nodes N]\n"));
+        crate::tap::assert_contains_all(&usage, &["--cm IP", "cluster size", "--help"]);
     }
 
     #[test]
-    fn range_checks() {
+    fn values_are_checked_in_range_and_lists_are_positive() {
         assert_eq!(in_range("nodes", 3u32, 1..=63), Ok(3));
         let error = in_range("nodes", 0u32, 1..=63).expect_err("out of range");
         let expected = "invalid value '0' for --nodes: must be between 1 and 63";
         assert_eq!(error.to_string(), expected);
-    }
-
-    #[test]
-    fn positive_lists() {
         assert_eq!(parse_positive_list("8,64, 512"), Ok(vec![8, 64, 512]));
         for bad in ["8,,64", "8,0", "-1", ""] {
             assert!(parse_positive_list(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn usage_lists_every_option() {
-        let usage = CLI.usage();
-        assert!(usage.starts_with("usage: tool --cm IP [--nodes N]\n"));
-        crate::tap::assert_contains_all(&usage, &["--cm IP", "cluster size", "--help"]);
     }
 }

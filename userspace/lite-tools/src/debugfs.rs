@@ -5,16 +5,9 @@
 //! ([`ADMIN_GROUP_FILE`], parsed by [`parse_admin_group`]), the node's view
 //! of the membership ([`membership`]) and the users' quotas ([`quotas`]).
 //!
-//! The statistics file holds one item per line: `NAME VALUE` for each
-//! field of `struct lite_stats` (same names), then one line per operation
-//! type and priority:
-//!
-//! ```text
-//! op=read priority=high ops=12 bytes=49152 errors=0 throttled=0 throttled_us=0 latency_us=1:0,2:0,...,1048576:0,inf:0
-//! ```
-//!
-//! The latency histogram's buckets are upper bounds in microseconds:
-//! powers of two from 1 to 2^20, then `inf`.
+//! The statistics file's format is in userspace/README.md: a `NAME VALUE`
+//! line per field of `struct lite_stats`, then one line per operation type
+//! and priority, with a latency histogram of [`LATENCY_BUCKETS`] buckets.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -114,11 +107,6 @@ impl Operation {
     pub fn from_name(name: &str) -> Option<Operation> {
         Operation::ALL.into_iter().find(|op| op.name() == name)
     }
-}
-
-/// The priority named `name` in the statistics file.
-pub fn priority_from_name(name: &str) -> Option<Priority> {
-    Priority::ALL.into_iter().find(|p| p.name() == name)
 }
 
 /// Buckets of the latency histogram: 2^0 ..= 2^20 µs, then unbounded.
@@ -295,12 +283,15 @@ fn field<'a>(item: Option<&'a str>, key: &str) -> Result<&'a str, String> {
 }
 
 fn parse_histogram(text: &str) -> Result<[u64; LATENCY_BUCKETS], String> {
+    let buckets: Vec<&str> = text.split(',').collect();
+    if buckets.len() != LATENCY_BUCKETS {
+        let found = buckets.len();
+        return Err(format!(
+            "latency_us has {found} buckets, expected {LATENCY_BUCKETS}"
+        ));
+    }
     let mut histogram = [0; LATENCY_BUCKETS];
-    let mut buckets = text.split(',');
-    for (index, slot) in histogram.iter_mut().enumerate() {
-        let bucket = buckets
-            .next()
-            .ok_or_else(|| format!("latency_us has {index} buckets, expected {LATENCY_BUCKETS}"))?;
+    for (index, (slot, bucket)) in histogram.iter_mut().zip(buckets).enumerate() {
         let (bound, count) = bucket
             .split_once(':')
             .ok_or_else(|| format!("latency bucket {bucket:?} is not BOUND:COUNT"))?;
@@ -312,11 +303,6 @@ fn parse_histogram(text: &str) -> Result<[u64; LATENCY_BUCKETS], String> {
         }
         *slot = parse_number(count, &format!("latency bucket {bound}"))?;
     }
-    if buckets.next().is_some() {
-        return Err(format!(
-            "latency_us has more than {LATENCY_BUCKETS} buckets"
-        ));
-    }
     Ok(histogram)
 }
 
@@ -325,8 +311,10 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     let op_name = field(items.next(), "op")?;
     let op = Operation::from_name(op_name).ok_or_else(|| format!("unknown op {op_name:?}"))?;
     let priority_name = field(items.next(), "priority")?;
-    let priority = priority_from_name(priority_name)
-        .ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
+    let priority = Priority::ALL
+        .into_iter()
+        .find(|p| p.name() == priority_name);
+    let priority = priority.ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
     let mut row = OpStats::new(op, priority);
     for (key, counter) in OP_COUNTERS {
         *counter(&mut row) = parse_number(field(items.next(), key)?, key)?;
@@ -445,32 +433,6 @@ mod tests {
         stats
     }
 
-    #[test]
-    fn buckets_are_powers_of_two_then_inf() {
-        assert_eq!(
-            [0, 20, 21].map(latency_bound),
-            [Some(1), Some(1 << 20), None]
-        );
-        let us = [0, 1, 3, 4, 1 << 20, (1 << 20) + 1];
-        assert_eq!(us.map(latency_bucket), [0, 0, 2, 2, 20, 21]);
-    }
-
-    #[test]
-    fn the_format_round_trips() {
-        let stats = sample();
-        let text = stats.to_string();
-        assert!(text.starts_with("lmrs 3\nregistrations 0\n"), "{text}");
-        let atomic = "op=atomic priority=high ops=5 bytes=40 errors=0 throttled=0 throttled_us=0 \
-                      latency_us=1:0,2:0,4:4,8:0,";
-        let lines = ["\nqos_throttled 7\nop=read priority=none ops=0 ", atomic];
-        crate::tap::assert_contains_all(
-            &text,
-            &[&lines[..], &[",524288:0,1048576:0,inf:1\n"]].concat(),
-        );
-        assert_eq!(text.lines().count(), 15 + 36);
-        assert_eq!(parse_stats(&text), Ok(stats));
-    }
-
     /// The statistics file as the kernel's `op_stats::write_text` writes
     /// it (not through [`DebugStats`]' `Display`), and its rows: one per
     /// `Operation::ALL` × `Priority::ALL`, in that order, row `i` counting
@@ -511,7 +473,7 @@ mod tests {
     }
 
     #[test]
-    fn the_kernel_s_text_parses_row_for_row() {
+    fn the_kernel_s_text_parses_row_for_row_and_round_trips() {
         let (text, expected) = kernel_text();
         let stats = parse_stats(&text).expect("the kernel's format parses");
         let rows: Vec<_> = stats
@@ -522,26 +484,47 @@ mod tests {
         assert_eq!(rows, expected);
         // Userspace writes the same text back.
         assert_eq!(stats.to_string(), text);
-    }
-
-    #[test]
-    fn the_kernel_s_example_line_parses() {
-        let mut text = DebugStats::new().to_string();
-        text = text.replace(
+        // Counters, every column and histogram bucket, and unknown
+        // counters (skipped) of the example line.
+        let mut sample = sample();
+        let text = sample.to_string().replace(
             "op=lock priority=low ops=0 bytes=0 errors=0 throttled=0 throttled_us=0 latency_us=1:0,",
             "op=lock priority=low ops=9 bytes=0 errors=1 throttled=2 throttled_us=300 latency_us=1:8,",
+        ) + "some_later_counter 12\n";
+        let row = sample
+            .op_mut(Operation::Lock, Priority::Low)
+            .expect("every row exists");
+        (row.ops, row.errors, row.throttled, row.throttled_us) = (9, 1, 2, 300);
+        row.latency_us[0] = 8;
+        let parsed = parse_stats(&text).expect("parses");
+        assert_eq!(parsed, sample);
+        let row = parsed.op(Operation::Lock, Priority::Low).expect("row");
+        assert_eq!(row.latency_count(), 8);
+        assert_eq!(parsed.ops_of(Operation::Lock), 9);
+        assert!(text.starts_with("lmrs 3\nregistrations 0\n"), "{text}");
+        let atomic = "op=atomic priority=high ops=5 bytes=40 errors=0 throttled=0 throttled_us=0 \
+                      latency_us=1:0,2:0,4:4,8:0,";
+        crate::tap::assert_contains_all(
+            &text,
+            &[
+                "\nqos_throttled 7\nop=read priority=none ops=0 ",
+                atomic,
+                ",1048576:0,inf:1\n",
+            ],
         );
-        text.push_str("some_later_counter 12\n");
-        let stats = parse_stats(&text).expect("parses");
-        let row = stats.op(Operation::Lock, Priority::Low).expect("row");
-        assert_eq!((row.ops, row.errors, row.throttled), (9, 1, 2));
-        assert_eq!((row.throttled_us, row.latency_count()), (300, 8));
-        assert_eq!(stats.ops_of(Operation::Lock), 9);
+        // Latency buckets are powers of two, then inf.
+        assert_eq!(
+            [0, 20, 21].map(latency_bound),
+            [Some(1), Some(1 << 20), None]
+        );
+        let us = [0, 1, 3, 4, 1 << 20, (1 << 20) + 1];
+        assert_eq!(us.map(latency_bucket), [0, 0, 2, 2, 20, 21]);
     }
 
     #[test]
     fn malformed_files_are_rejected_with_the_line() {
         let good = sample().to_string();
+        let (all_but_last, last) = good.trim_end().rsplit_once('\n').expect("rows");
         let cases = [
             (good.replace("lmrs 3\n", ""), "counter lmrs is missing"),
             (good.replace("lmrs 3", "lmrs three"), "line 1"),
@@ -552,7 +535,7 @@ mod tests {
             ),
             (good.replace("op=memset", "op=bzero"), "unknown op"),
             (good.replace(",inf:1", ""), "latency_us has 21 buckets"),
-            (good.replace(",inf:1", ",inf:1,0:0"), "more than 22"),
+            (good.replace(",inf:1", ",inf:1,0:0"), "has 23 buckets"),
             (
                 good.replace("2:0,4:4", "3:0,4:4"),
                 "bucket 1 has bound \"3\"",
@@ -562,25 +545,17 @@ mod tests {
                 good.replace("inf:1\n", "inf:1 extra\n"),
                 "unexpected \"extra\"",
             ),
-            (
-                good.lines()
-                    .filter(|l| !l.starts_with("op=rpc_send priority=high"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                "no line for op=rpc_send priority=high",
-            ),
+            (all_but_last.to_string(), "no line for op=rpc_call_async"),
+            (format!("{good}{last}\n"), "repeated operation"),
         ];
         for (text, expected) in cases {
             let error = parse_stats(&text).expect_err(expected);
             assert!(error.contains(expected), "{expected}: {error}");
         }
-        let repeated = format!("{good}{}\n", good.lines().last().unwrap_or_default());
-        let error = parse_stats(&repeated).expect_err("repeated row");
-        assert_contains(&error, "repeated operation");
     }
 
     #[test]
-    fn qos_parameters_have_the_documented_files_and_defaults() {
+    fn the_settings_files_have_their_documented_names_defaults_and_format() {
         let found: Vec<_> = QosParam::ALL
             .iter()
             .map(|p| (p.file_name(), p.default_value()))
@@ -595,10 +570,7 @@ mod tests {
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());
-    }
-
-    #[test]
-    fn the_admin_group_is_a_gid_and_a_newline() {
+        // The admin group is a gid and a newline.
         assert_eq!(parse_admin_group("4294967295\n"), Ok(NO_ADMIN_GROUP));
         assert_eq!(parse_admin_group("4301\n"), Ok(4301));
         for text in ["4301", " 4301\n", "staff\n"] {

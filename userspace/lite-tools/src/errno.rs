@@ -75,7 +75,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_of_lite_errnos() {
+    fn errnos_results_and_expectations_are_described_with_names() {
         assert_eq!(errno_name(libc::ENOTCONN), "ENOTCONN");
         assert_eq!(errno_name(libc::EHOSTUNREACH), "EHOSTUNREACH");
         assert_eq!(errno_name(libc::EHOSTDOWN), "EHOSTDOWN");
@@ -84,20 +84,12 @@ mod tests {
         assert_eq!(errno_name(130), "EOWNERDEAD");
         assert_eq!(errno_name(libc::EDQUOT), "EDQUOT");
         assert_eq!(errno_name(100_000), "?");
-    }
-
-    #[test]
-    fn results_are_described_with_names() {
         assert_eq!(describe_result(0), "0");
         assert_eq!(describe_result(42), "42");
         assert_eq!(describe_result(-22), "-22 (-EINVAL)");
         assert_eq!(describe_result(c_long::MIN), c_long::MIN.to_string());
         let error = io::Error::from_raw_os_error(libc::EACCES);
         assert!(describe_error(&error).starts_with("-EACCES ("));
-    }
-
-    #[test]
-    fn expectations() {
         assert_eq!(expect_errno(-14, libc::EFAULT), Ok(()));
         let got_zero = "expected -EFAULT (-14), got 0";
         assert_eq!(expect_errno(0, libc::EFAULT), Err(got_zero.to_string()));

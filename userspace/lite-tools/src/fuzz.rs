@@ -24,7 +24,6 @@
 //! its counters back where they were) and the counts of every call's
 //! results as comments ([`report`]).
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering;
@@ -84,6 +83,14 @@ const FINISH_GRACE_MS: u64 = 90_000;
 const COUNTERS_SETTLE: Duration = Duration::from_secs(15);
 /// How long a first join may be refused for reasons that pass.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
+/// The errors of a join the manager refuses for reasons that pass.
+const JOIN_REFUSED_FOR_NOW: [i32; 5] = [
+    libc::EAGAIN,
+    libc::EADDRINUSE,
+    libc::EALREADY,
+    libc::ETIMEDOUT,
+    libc::ECONNREFUSED,
+];
 
 /// What to fuzz and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,16 +270,7 @@ fn join(cm: Ipv4Addr) -> Result<Membership, String> {
             Ok(membership) => return Ok(membership),
             Err(error)
                 if start.elapsed() < JOIN_TIMEOUT
-                    && matches!(
-                        error.raw_os_error(),
-                        Some(
-                            libc::EAGAIN
-                                | libc::EADDRINUSE
-                                | libc::EALREADY
-                                | libc::ETIMEDOUT
-                                | libc::ECONNREFUSED
-                        )
-                    ) =>
+                    && JOIN_REFUSED_FOR_NOW.contains(&error.raw_os_error().unwrap_or(0)) =>
             {
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -511,18 +509,13 @@ fn counters_settle(baseline: &LiteStats) -> Result<(), String> {
     let start = std::time::Instant::now();
     loop {
         let differ = match lite::stats() {
-            Ok(now) => {
-                let mut differ = String::new();
-                for ((name, before), (_, after)) in local_counters(baseline)
-                    .into_iter()
-                    .zip(local_counters(&now))
-                {
-                    if before != after {
-                        let _ = write!(differ, "{name} {before} before, {after} after; ");
-                    }
-                }
-                differ
-            }
+            Ok(now) => (local_counters(baseline).into_iter())
+                .zip(local_counters(&now))
+                .filter(|((_, before), (_, after))| before != after)
+                .map(|((name, before), (_, after))| {
+                    format!("{name} {before} before, {after} after; ")
+                })
+                .collect(),
             Err(error) => format!("lite_get_stats fails: {}", describe_error(&error)),
         };
         if differ.is_empty() {
@@ -541,26 +534,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seeds_parse_in_both_bases() {
-        assert_eq!(parse_seed("42"), Ok(42));
-        assert_eq!(parse_seed("0x2a"), Ok(42));
-        assert_eq!(parse_seed(" 0X2A "), Ok(42));
-        assert_eq!(parse_seed("0xffffffffffffffff"), Ok(u64::MAX));
-        assert!(parse_seed("0x").is_err());
-        assert!(parse_seed("-1").is_err());
-        assert!(parse_seed("seed").is_err());
-        assert_ne!(seed_from_clock(), seed_from_clock() ^ 1);
-    }
-
-    #[test]
-    fn children_end_normally_only_with_status_0() {
-        assert_eq!(abnormal_end(0), None);
-        let ends = [1 << 8, libc::SIGSEGV].map(|status| abnormal_end(status).unwrap_or_default());
-        assert_eq!(ends, ["exited with status 1", "was killed by signal 11"]);
-    }
-
-    #[test]
-    fn the_replay_command_round_trips_the_seed() {
+    fn seeds_parse_in_both_bases_and_round_trip_the_replay_command() {
         let config = FuzzConfig {
             cm: Ipv4Addr::new(10, 77, 0, 254),
             nodes: 3,
@@ -578,6 +552,12 @@ mod tests {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .map(parse_seed);
         assert_eq!(seed, Some(Ok(0xdead_beef)));
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed(" 0X2A "), Ok(42));
+        assert_eq!(parse_seed("0xffffffffffffffff"), Ok(u64::MAX));
+        for bad in ["0x", "-1", "seed"] {
+            assert!(parse_seed(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -128,19 +128,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secrets_are_1_to_256_bytes() {
-        assert!(check_secret(b"").is_err());
-        assert_eq!(check_secret(b"x"), Ok(()));
-        assert_eq!(check_secret(&[0; MAX_SECRET_LEN]), Ok(()));
-        assert!(check_secret(&[0; MAX_SECRET_LEN + 1]).is_err());
-    }
-
-    #[test]
-    fn a_secret_file_is_read_whole_and_checked() {
+    fn a_secret_file_is_read_whole_and_holds_1_to_256_bytes() {
         let dir = std::env::temp_dir().join(format!("lite-secret-{}", std::process::id()));
         fs::create_dir_all(&dir).expect("scratch directory");
         let good = dir.join("good");
-        fs::write(&good, [0xa5; 32]).expect("write");
+        fs::write(&good, [0xa5; MAX_SECRET_LEN]).expect("write");
         let long = dir.join("long");
         fs::write(&long, [1; MAX_SECRET_LEN + 1]).expect("write");
         let empty = dir.join("empty");
@@ -152,14 +144,15 @@ mod tests {
             read_secret_file(&dir.join("missing")),
         );
         fs::remove_dir_all(&dir).expect("cleanup");
-        assert_eq!(read.0, Ok(vec![0xa5; 32]));
+        assert_eq!(read.0, Ok(vec![0xa5; MAX_SECRET_LEN]));
+        assert_eq!(check_secret(b"x"), Ok(()));
         assert!(read.1.is_err_and(|e| e.contains("longer than 256")));
         assert!(read.2.is_err_and(|e| e.contains("empty")));
         assert!(read.3.is_err_and(|e| e.contains("cannot open")));
     }
 
     #[test]
-    fn the_command_line_is_load_and_a_file() {
+    fn the_command_line_loads_a_file_into_the_key_the_kernel_asks_for() {
         let args = |list: &[&str]| -> Vec<String> { list.iter().map(|s| s.to_string()).collect() };
         let path = "/etc/lite/cluster.secret";
         let load = parse_secret_command(&args(&["load", path]));
@@ -175,10 +168,6 @@ mod tests {
         ] {
             assert!(parse_secret_command(&args(bad)).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn the_key_is_the_one_the_kernel_asks_for() {
         assert_eq!(KEY_TYPE, c"user");
         assert_eq!(KEY_DESCRIPTION, c"lite:cluster");
         // The kernel looks up a key of the "user" type with that description.

@@ -1,28 +1,10 @@
-//! Programs that exercise LITE on the nodes of a cluster, and the pieces
-//! they share.
+//! Programs that exercise LITE on the nodes of a cluster (`lite-demo`,
+//! `lite-cluster-test`, `lite-failure-test`, `lite-partition-test`,
+//! `lite-bench`, `lite-fuzz`, `lite-resources`, `lite-secret`; see
+//! userspace/README.md and the top-level README), and the pieces they share.
 //!
-//! * `lite-demo`: joins, writes a greeting and a pattern to the next node
-//!   and reads them back.
-//! * `lite-cluster-test`: the cluster test, reported as TAP.
-//! * `lite-failure-test`: the node failure test: one node (the victim) is
-//!   killed while the others (the survivors) wait on it, then one survivor
-//!   leaves the cluster and joins again, ten times; survivors report TAP.
-//! * `lite-partition-test`: the network partition test: one node is cut
-//!   off from the network for a while and must join again on its own,
-//!   while nothing it writes through its old handles lands; every node
-//!   reports TAP.
-//! * `lite-bench`: latency and throughput between two nodes, of data
-//!   operations and of RPC.
-//! * `lite-fuzz`: random sequences of every system call from several
-//!   processes and threads on every node, each result checked against the
-//!   call's documented errors; reports TAP.
-//! * `lite-resources`: once the tests have ended, checks that LITE's
-//!   resource counters came back to what they were before the tests.
-//! * `lite-secret`: puts the cluster's secret in the kernel keyring, where
-//!   `lite_join` finds it.
-//!
-//! The library holds what they share, among it the bounds on every wait
-//! for another node ([`deadline`]). Everything that does not issue a
+//! Among what they share are the bounds on every wait for another node
+//! ([`deadline`]). Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test
 //! itself runs there against an in-memory model of the kernel, and the
 //! failure and partition tests against that model with one node's death
@@ -154,15 +136,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cm_address_must_be_dotted_ipv4() {
+    fn cm_address_must_be_dotted_ipv4_and_the_cluster_leaves_room_for_the_manager() {
         assert_eq!(parse_cm_address("10.0.0.1"), Ok(Ipv4Addr::new(10, 0, 0, 1)));
         assert!(parse_cm_address("localhost").is_err());
         assert!(parse_cm_address("::1").is_err());
         assert!(parse_cm_address("10.0.0.1:18500").is_err());
-    }
-
-    #[test]
-    fn cluster_limit_leaves_room_for_the_manager_id() {
         assert_eq!(MAX_CLUSTER_NODES, 63);
     }
 }

@@ -6,10 +6,10 @@
 //! written by another node or for another size never passes for ours.
 
 /// Weyl sequence increment of SplitMix64.
-const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// SplitMix64 output function: a cheap, well-mixed 64-bit hash.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn splitmix64_output(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -19,13 +19,14 @@ fn mix(mut z: u64) -> u64 {
 /// (writer node, target node, size). Different inputs give unrelated seeds.
 pub fn seed(parts: &[u64]) -> u64 {
     parts.iter().fold(0x4c49_5445_u64, |acc, &part| {
-        mix(acc.wrapping_add(GOLDEN_GAMMA) ^ part)
+        splitmix64_output(acc.wrapping_add(GOLDEN_GAMMA) ^ part)
     })
 }
 
 /// The eight pattern bytes of the aligned 8-byte word `index`.
 fn word(seed: u64, index: u64) -> [u8; 8] {
-    mix(seed.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA))).to_le_bytes()
+    splitmix64_output(seed.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA)))
+        .to_le_bytes()
 }
 
 /// The pattern byte at absolute `position`.
@@ -157,18 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn sub_ranges_match_the_whole() {
-        let seed = seed(&[9]);
-        let mut whole = vec![0u8; 1000];
-        fill(seed, 0, &mut whole);
-        let mut part = vec![0u8; 123];
-        fill(seed, 437, &mut part);
-        assert_eq!(&whole[437..560], part.as_slice());
-        assert_eq!(verify(seed, 437, &whole[437..560]), Ok(()));
-    }
-
-    #[test]
-    fn seeds_differ_per_input_and_order() {
+    fn seeds_differ_per_input_and_order_and_patterns_do_not_repeat() {
         let seeds = [
             seed(&[1, 2, 4096]),
             seed(&[2, 1, 4096]),
@@ -182,10 +172,6 @@ mod tests {
             }
         }
         assert_eq!(seed(&[1, 2, 4096]), seed(&[1, 2, 4096]));
-    }
-
-    #[test]
-    fn pattern_is_not_trivially_repetitive() {
         let mut buf = vec![0u8; 4096];
         fill(seed(&[5]), 0, &mut buf);
         let distinct: std::collections::BTreeSet<u8> = buf.iter().copied().collect();
@@ -194,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn verify_reports_first_mismatch_and_count() {
+    fn mismatches_report_the_first_position_and_the_count() {
         let seed = seed(&[7]);
         let mut buf = vec![0u8; 200_000];
         fill(seed, 10, &mut buf);
@@ -205,21 +191,12 @@ mod tests {
         let first = mismatch(70_010, expected, expected ^ 1, 2);
         assert_eq!(verify(seed, 10, &buf), Err(first));
         assert_eq!(verify(seed ^ 1, 10, &buf).map_err(|m| m.position), Err(10));
-    }
-
-    #[test]
-    fn verify_bytes_compares_explicit_expectations() {
+        poison(seed, 5, &mut buf[..333]);
+        // Poisoned bytes differ everywhere.
+        assert_eq!(verify(seed, 5, &buf[..333]).map_err(|m| m.count), Err(333));
         assert_eq!(verify_bytes(b"abc", b"abc", 5), Ok(()));
         let first = mismatch(7, b'c', b'd', 1);
         assert_eq!(verify_bytes(b"abd", b"abc", 5), Err(first));
         assert!(verify_bytes(b"ab", b"abc", 0).is_err());
-    }
-
-    #[test]
-    fn poison_differs_everywhere() {
-        let seed = seed(&[3]);
-        let mut buf = vec![0u8; 333];
-        poison(seed, 5, &mut buf);
-        assert_eq!(verify(seed, 5, &buf).map_err(|m| m.count), Err(333));
     }
 }

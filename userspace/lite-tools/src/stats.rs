@@ -78,16 +78,7 @@ mod tests {
     }
 
     #[test]
-    fn percentiles_reach_the_extremes_and_no_further() {
-        // The interpolation between ranks is tested with `lite_bench_record`.
-        let sorted = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&sorted, 0.0), Some(1.0));
-        assert_eq!(percentile(&sorted, 100.0), Some(4.0));
-        assert_eq!(percentile(&sorted, -1.0), None);
-    }
-
-    #[test]
-    fn summary_of_known_samples() {
+    fn summaries_of_known_odd_and_degenerate_samples() {
         // Unsorted on purpose: summarize must sort.
         let samples = [4.0, 2.0, 9.0, 5.0, 5.0, 4.0, 7.0, 4.0];
         let summary = summarize(&samples).expect("samples given");
@@ -100,10 +91,11 @@ mod tests {
         assert!(close(summary.stdev, (32.0f64 / 7.0).sqrt()));
         assert!(close(summary.p10, 2.0 + 0.7 * 2.0));
         assert!(close(summary.p90, 7.0 + 0.3 * 2.0));
-    }
-
-    #[test]
-    fn odd_and_degenerate_inputs() {
+        // The interpolation between ranks is tested with `lite_bench_record`.
+        let sorted = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&sorted, 0.0), Some(1.0));
+        assert_eq!(percentile(&sorted, 100.0), Some(4.0));
+        assert_eq!(percentile(&sorted, -1.0), None);
         // The median of an odd count is the middle sample.
         assert_eq!(summarize(&[9.0, 1.0, 5.0]).map(|s| s.median), Some(5.0));
         assert_eq!(summarize(&[]), None);

@@ -105,17 +105,11 @@ fn exchange(me: u32, nodes: u32) -> Result<(), String> {
     pattern::poison(seed, 0, &mut data);
     lmr.read(0, &mut data, Priority::None)
         .map_err(failed("read pattern"))?;
-    match pattern::verify(seed, 0, &data) {
-        Ok(()) => say(format_args!(
-            "lite-demo: {LMR_SIZE} B pattern matched byte for byte"
-        )),
-        Err(mismatch) => {
-            say(format_args!(
-                "lite-demo: {LMR_SIZE} B pattern mismatch: {mismatch}"
-            ));
-            return Err(format!("pattern mismatch: {mismatch}"));
-        }
-    }
+    pattern::verify(seed, 0, &data)
+        .map_err(|mismatch| format!("{LMR_SIZE} B pattern mismatch: {mismatch}"))?;
+    say(format_args!(
+        "lite-demo: {LMR_SIZE} B pattern matched byte for byte"
+    ));
 
     lmr.free().map_err(failed("free"))?;
     say(format_args!("lite-demo: freed the LMR on node {target}"));

@@ -1,25 +1,7 @@
-//! The quotas file in [`DEBUGFS_DIR`](super::DEBUGFS_DIR): what each user
-//! may hold through LITE on this node and what each holds, and how many
-//! bytes the LMRs of each other node may hold here (see "Quotas" in the
-//! uapi header).
-//!
-//! Reading it gives one line each: the default limits of every user, the
-//! limits of users that have their own, the default and own limits of the
-//! other nodes, the usage of every user holding anything, and the bytes
-//! held here for each other node (while this node is a member):
-//!
-//! ```text
-//! limit default remote_memory=1073741824 pinned_memory=unlimited lmrs=65536 names=4096 rpc_ports=1024 locks=4096
-//! limit uid 1000 remote_memory=268435456 pinned_memory=unlimited lmrs=100 names=4096 rpc_ports=1024 locks=4096
-//! limit node default remote_memory=4294967296
-//! limit node 2 remote_memory=1048576
-//! usage uid 0 remote_memory=4096 pinned_memory=0 lmrs=1 names=0 rpc_ports=0 locks=3
-//! served node 2 remote_memory=524288
-//! ```
-//!
-//! A task with `CAP_NET_ADMIN` changes the limits by writing one
-//! [`Command`] per `write(2)` (`EPERM` without it, `EINVAL` for a line
-//! that is no command).
+//! The quotas file in [`DEBUGFS_DIR`](super::DEBUGFS_DIR): each user's
+//! limits and usage on this node, and what other nodes' LMRs may hold and
+//! hold here, one line each, changed by writing one [`Command`] per
+//! `write(2)`. Its format is in "Quotas" in the top-level README.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -362,27 +344,21 @@ impl Command {
 impl fmt::Display for Command {
     /// The line, without its newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let items = |f: &mut fmt::Formatter<'_>, items: &[(Resource, Limit)]| {
-            items
-                .iter()
-                .try_for_each(|(r, limit)| write!(f, " {}={limit}", r.name()))
-        };
-        match self {
-            Command::Defaults(keys) => {
-                f.write_str("limit default")?;
-                items(f, keys)
-            }
-            Command::User(uid, keys) => {
-                write!(f, "limit uid {uid}")?;
-                items(f, keys)
-            }
-            Command::UserDefault(uid) => write!(f, "limit uid {uid} default"),
+        let (line, keys) = match self {
+            Command::Defaults(keys) => ("limit default".to_string(), &keys[..]),
+            Command::User(uid, keys) => (format!("limit uid {uid}"), &keys[..]),
+            Command::UserDefault(uid) => (format!("limit uid {uid} default"), &[][..]),
             Command::NodeDefault(limit) => {
-                write!(f, "limit node default remote_memory={limit}")
+                (format!("limit node default remote_memory={limit}"), &[][..])
             }
-            Command::Node(node, limit) => write!(f, "limit node {node} remote_memory={limit}"),
-            Command::NodeReset(node) => write!(f, "limit node {node} default"),
-        }
+            Command::Node(node, limit) => {
+                (format!("limit node {node} remote_memory={limit}"), &[][..])
+            }
+            Command::NodeReset(node) => (format!("limit node {node} default"), &[][..]),
+        };
+        f.write_str(&line)?;
+        keys.iter()
+            .try_for_each(|(r, limit)| write!(f, " {}={limit}", r.name()))
     }
 }
 
@@ -431,7 +407,7 @@ mod tests {
                           served node 2 remote_memory=524288\n";
 
     #[test]
-    fn the_headers_lines_parse() {
+    fn the_headers_lines_parse_and_limits_allow_up_to_their_value() {
         let file = parse_quotas(SAMPLE).expect("parses");
         let own = DEFAULT_LIMITS
             .with(Resource::RemoteMemory, Limit::At(268_435_456))
@@ -455,6 +431,18 @@ mod tests {
         // The file's own text is what the kernel writes.
         assert_eq!(file.to_string(), SAMPLE);
         assert_eq!(parse_quotas(&file.to_string()), Ok(file));
+        // Limits allow up to and including their value; usages add and subtract.
+        assert!(Limit::At(3).allows(3));
+        assert!(!Limit::At(3).allows(4));
+        assert!(Limit::Unlimited.allows(u64::MAX));
+        let usage = PerResource([1, 1, 1, 1, 1, 5]);
+        assert_eq!(usage.plus(&usage).get(Resource::Locks), 10);
+        let line = "remote_memory=1 pinned_memory=1 lmrs=1 names=1 rpc_ports=1 locks=5";
+        assert_eq!(usage.to_string(), line);
+        assert_eq!(parse_usage(&usage.to_string()), Ok(usage));
+        assert!(parse_usage("lmrs=1").is_err());
+        assert_eq!(usage.minus(&usage.plus(&usage)), Usage::default());
+        assert_eq!(usage.plus(&usage).minus(&usage), usage);
     }
 
     #[test]
@@ -489,7 +477,7 @@ mod tests {
     }
 
     #[test]
-    fn commands_read_back_as_written() {
+    fn commands_read_back_as_written_and_nothing_else_parses() {
         let limits = DEFAULT_LIMITS.with(Resource::Lmrs, Limit::At(8));
         for command in [
             Command::Defaults(vec![(Resource::Names, Limit::At(5))]),
@@ -511,10 +499,6 @@ mod tests {
         ];
         let line = "limit uid 1000 remote_memory=268435456 lmrs=100";
         assert_eq!(parse_command(line), Ok(Command::User(1000, own)));
-    }
-
-    #[test]
-    fn malformed_commands_are_refused() {
         for line in [
             "",
             "limit default",
@@ -534,20 +518,5 @@ mod tests {
         ] {
             assert!(parse_command(line).is_err(), "{line:?}");
         }
-    }
-
-    #[test]
-    fn limits_allow_up_to_and_including_their_value() {
-        assert!(Limit::At(3).allows(3));
-        assert!(!Limit::At(3).allows(4));
-        assert!(Limit::Unlimited.allows(u64::MAX));
-        let usage = PerResource([1, 1, 1, 1, 1, 5]);
-        assert_eq!(usage.plus(&usage).get(Resource::Locks), 10);
-        let line = "remote_memory=1 pinned_memory=1 lmrs=1 names=1 rpc_ports=1 locks=5";
-        assert_eq!(usage.to_string(), line);
-        assert_eq!(parse_usage(&usage.to_string()), Ok(usage));
-        assert!(parse_usage("lmrs=1").is_err());
-        assert_eq!(usage.minus(&usage.plus(&usage)), Usage::default());
-        assert_eq!(usage.plus(&usage).minus(&usage), usage);
     }
 }

@@ -112,7 +112,6 @@ syscalls! {
     DsmOpen: SYS_LITE_DSM_OPEN, "lite_dsm_open", 5, [EINVAL, ENOENT, EACCES, EEXIST, EDQUOT];
 }
 
-/// Number of LITE system calls.
 pub(crate) const SYSCALLS: usize = 41;
 
 impl Syscall {
@@ -194,7 +193,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_call_has_its_number_in_order() {
+    fn every_call_has_its_number_in_order_and_prints_with_its_arguments() {
         for (index, call) in Syscall::ALL.into_iter().enumerate() {
             assert_eq!(call.index(), index);
             assert_eq!(Syscall::from_index(index), Some(call));
@@ -203,10 +202,6 @@ mod tests {
         }
         assert_eq!(Syscall::from_index(SYSCALLS), None);
         assert_eq!(Syscall::from_name("lite_nothing"), None);
-    }
-
-    #[test]
-    fn calls_print_with_their_arguments() {
         let args = [0x1_0000_0001, 16, 0, 0, 0, 0];
         let free = describe_call(Syscall::Free, &args);
         assert_eq!(free, "lite_free(0x100000001)");

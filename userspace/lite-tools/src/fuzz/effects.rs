@@ -5,6 +5,7 @@
 use lite::sys::{LiteLock, ASYNC_NOWAIT};
 
 use super::calls::Syscall;
+use super::errnos::errno_of;
 use super::generate::{OutParams, Planned, ThreadState};
 use super::pool::{pack_lock, LmrKind, LmrRecord, Pool};
 use super::shared::ProcShared;
@@ -74,7 +75,6 @@ pub(crate) enum Effect {
 }
 
 impl Effect {
-    /// A new handle of `kind`.
     pub(crate) fn new_lmr(
         kind: LmrKind,
         size: Option<u64>,
@@ -101,7 +101,7 @@ pub(crate) fn apply(
     own: &ProcShared,
 ) {
     let ok = ret >= 0;
-    let errno = if ok { 0 } else { ret.unsigned_abs() as i32 };
+    let errno = errno_of(ret);
     // A descriptor the kernel wrote out (0 for none).
     let received = |pool: &mut Pool, descriptor: u64| {
         if descriptor != 0 {

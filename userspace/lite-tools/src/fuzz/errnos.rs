@@ -45,6 +45,15 @@ pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
     COMMON.contains(&errno) || call.documented().contains(&errno)
 }
 
+/// The errno of a raw result, 0 for success.
+pub(crate) fn errno_of(ret: i64) -> i32 {
+    if ret < 0 {
+        ret.unsigned_abs() as i32
+    } else {
+        0
+    }
+}
+
 /// Result buckets counted per call: success, each errno up to
 /// [`MAX_ERRNO`], the restart codes, anything else.
 pub(crate) const OUTCOMES: usize = MAX_ERRNO as usize + 3;
@@ -165,29 +174,15 @@ mod tests {
     /// line that is not indented (a new section, or the comment's end).
     fn header_calls(header: &str) -> BTreeMap<String, HeaderCall> {
         let mut calls: BTreeMap<String, HeaderCall> = BTreeMap::new();
-        // The calls whose description is being read, and the text so far.
-        let mut group: Vec<String> = Vec::new();
-        let mut text = String::new();
-        let flush = |group: &mut Vec<String>,
-                     text: &mut String,
-                     calls: &mut BTreeMap<String, HeaderCall>| {
-            for name in group.drain(..) {
-                let entry = calls.entry(name.clone()).or_default();
-                entry.direct.extend(errnos_in(text));
-                let mut named = calls_named_in(text);
-                named.remove(&name);
-                entry.refers_to.extend(named);
-            }
-            text.clear();
-        };
+        // Each description with the calls it follows; the last one is read
+        // while `reading`.
+        let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+        let mut reading = false;
         let mut bodies = header
             .lines()
             .filter_map(|line| line.trim_start().strip_prefix('*'));
         while let Some(body) = bodies.next() {
             if let Some(signature) = body.strip_prefix(" long lite_") {
-                if !text.trim().is_empty() {
-                    flush(&mut group, &mut text, &mut calls);
-                }
                 let mut prototype = signature.to_string();
                 while !prototype.contains(')') {
                     let next = bodies.next().expect("a prototype ends");
@@ -202,17 +197,29 @@ mod tests {
                     "" | "void" => 0,
                     _ => params.split(',').count(),
                 };
-                group.push(name);
-                text.push_str(rest);
-                text.push('\n');
+                match groups.last_mut() {
+                    Some((names, text)) if reading && text.trim().is_empty() => {
+                        names.push(name);
+                        text.push_str(&format!("{rest}\n"));
+                    }
+                    _ => groups.push((vec![name], format!("{rest}\n"))),
+                }
+                reading = true;
             } else if !body.starts_with("   ") && !body.trim().is_empty() {
-                flush(&mut group, &mut text, &mut calls);
-            } else if !group.is_empty() {
-                text.push_str(body);
-                text.push('\n');
+                reading = false;
+            } else if let Some((_, text)) = groups.last_mut().filter(|_| reading) {
+                text.push_str(&format!("{body}\n"));
             }
         }
-        flush(&mut group, &mut text, &mut calls);
+        for (names, text) in groups {
+            for name in names {
+                let entry = calls.entry(name.clone()).or_default();
+                entry.direct.extend(errnos_in(&text));
+                let mut named = calls_named_in(&text);
+                named.remove(&name);
+                entry.refers_to.extend(named);
+            }
+        }
         calls
     }
 
@@ -233,24 +240,19 @@ mod tests {
         assert_eq!(header_names, table_names, "documented calls");
         let mut problems = Vec::new();
         for call in Syscall::ALL {
-            let (name, arity) = (call.name(), call.arity());
-            let documented_here = &header[name];
-            let documented_arity = documented_here.arity;
-            if documented_arity != arity {
+            let (name, arity, documented) = (call.name(), call.arity(), &header[call.name()]);
+            if documented.arity != arity {
+                let documented = documented.arity;
                 problems.push(format!(
-                    "{name}: the header's prototype has {documented_arity} arguments, \
-                     the fuzzer passes {arity}"
+                    "{name}: the header's prototype has {documented} arguments, the fuzzer passes {arity}"
                 ));
             }
             let table: BTreeSet<i32> = call.documented().iter().copied().collect();
-            let own: BTreeSet<i32> = documented_here
-                .direct
-                .iter()
+            let others_result = |errno: &i32| OTHERS_RESULTS.contains(&(call, *errno));
+            let missing: BTreeSet<i32> = (documented.direct.iter())
+                .filter(|e| !others_result(e) && !table.contains(e) && !common.contains(e))
                 .copied()
-                .filter(|e| !OTHERS_RESULTS.contains(&(call, *e)))
                 .collect();
-            let missing: BTreeSet<i32> = own.difference(&table).copied().collect();
-            let missing: BTreeSet<i32> = missing.difference(&common).copied().collect();
             if !missing.is_empty() {
                 let missing = names(&missing);
                 problems.push(format!(
@@ -259,17 +261,20 @@ mod tests {
             }
             // What the table allows must be documented for the call, for a
             // call its text refers to, or common.
-            let mut known: BTreeSet<i32> = documented_here.direct.clone();
-            for other in &documented_here.refers_to {
-                known.extend(header[other].direct.iter().copied());
-            }
-            known.extend(common.iter().copied());
-            let extra: BTreeSet<i32> = table.difference(&known).copied().collect();
+            let referred = |e: &i32| {
+                documented
+                    .refers_to
+                    .iter()
+                    .any(|o| header[o].direct.contains(e))
+            };
+            let extra: BTreeSet<i32> = (table.iter())
+                .filter(|e| !documented.direct.contains(e) && !common.contains(e) && !referred(e))
+                .copied()
+                .collect();
             if !extra.is_empty() {
                 let extra = names(&extra);
-                let undocumented = "which the header does not document";
                 problems.push(format!(
-                    "{name}: the table allows {extra:?}, {undocumented}"
+                    "{name}: the table allows {extra:?}, which the header does not document"
                 ));
             }
         }

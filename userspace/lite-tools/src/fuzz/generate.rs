@@ -60,13 +60,11 @@ impl Context<'_> {
 /// What one thread keeps for itself.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadState {
-    /// Its index in the process.
     pub(crate) thread: u32,
     /// Locks it holds (the holder of a lock is a thread).
     pub(crate) held: Vec<LiteLock>,
     /// Locks whose state is unknown after an odd result.
     pub(crate) uncertain: Vec<LiteLock>,
-    /// Locks it created.
     pub(crate) locks_created: u32,
     /// Locks that did not come back after a child waiting for them was
     /// killed, with the step: checked again when fuzzing is over.
@@ -106,9 +104,6 @@ impl OutParams {
     }
 }
 
-/// Why a call on a handle this process does not hold must fail.
-const NOT_OURS: &str = "a handle that is no handle of this process";
-
 /// One call to make.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Planned {
@@ -144,65 +139,60 @@ impl Planned {
 
 /// A handle to pass, and what is certain about it.
 #[derive(Debug, Clone, Copy)]
-enum HandleChoice {
-    /// One the process holds.
-    Own(LmrRecord),
-    /// One the process released: never valid again.
-    Stale(u64),
-    /// Another process's, which may or may not mean something here, or a
-    /// made-up value.
-    Other(u64),
-}
-
-impl HandleChoice {
-    fn raw(self) -> u64 {
-        match self {
-            HandleChoice::Own(record) => record.handle,
-            HandleChoice::Stale(h) | HandleChoice::Other(h) => h,
-        }
-    }
-
+struct HandleChoice {
+    raw: u64,
+    /// The process's record of it, if the process holds it.
+    record: Option<LmrRecord>,
     /// Whether no call can accept it: released, or never a handle (handles
     /// are above 0 and fit a non-negative return value, as every handle
     /// another process offers does).
-    fn certainly_invalid(self) -> bool {
-        match self {
-            HandleChoice::Stale(_) => true,
-            HandleChoice::Other(h) => h == 0 || h > i64::MAX as u64,
-            _ => false,
+    certainly_invalid: bool,
+}
+
+impl HandleChoice {
+    fn own(record: LmrRecord) -> Self {
+        let (raw, record) = (record.handle, Some(record));
+        HandleChoice {
+            raw,
+            record,
+            certainly_invalid: false,
+        }
+    }
+
+    /// One the process does not hold: another process's (which may or may
+    /// not mean something here), a made-up value, or, if `released`, one
+    /// the process released, never valid again.
+    fn not_held(raw: u64, released: bool) -> Self {
+        let never = raw == 0 || raw > i64::MAX as u64;
+        HandleChoice {
+            raw,
+            record: None,
+            certainly_invalid: released || never,
         }
     }
 
     fn not_ours(self) -> Reason {
-        (self.certainly_invalid(), NOT_OURS)
+        let reason = "a handle that is no handle of this process";
+        (self.certainly_invalid, reason)
     }
 
     /// Whether it is a handle of this process to an LMR of its own
     /// (`owner`) or to a mapping.
     fn held_as(self, owner: bool) -> bool {
-        self.record().is_some_and(|r| r.kind.is_owner() == owner)
-    }
-
-    fn record(self) -> Option<LmrRecord> {
-        match self {
-            HandleChoice::Own(record) => Some(record),
-            _ => None,
-        }
+        self.record.is_some_and(|r| r.kind.is_owner() == owner)
     }
 
     fn size(self) -> Option<u64> {
-        self.record().and_then(|r| r.size)
+        self.record.and_then(|r| r.size)
     }
 
     /// Whether it is a handle of this process that certainly lacks
     /// `permission`.
     fn lacks(self, permission: u64) -> bool {
-        self.record()
-            .is_some_and(|r| r.permission & permission == 0)
+        self.record.is_some_and(|r| r.permission & permission == 0)
     }
 }
 
-/// Where a buffer goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Area {
     Scratch,
@@ -219,7 +209,6 @@ pub(crate) struct Planner<'a, 'c> {
     pub(crate) out: &'a mut OutParams,
 }
 
-/// Draws the arguments of the call it is given.
 type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 
 /// The calls a fuzzing thread draws, how often (per thousand-ish), and
@@ -262,7 +251,7 @@ const CALLS: [(Syscall, u32, Generator); 39] = [
     (Syscall::CreateLock, 8, |p, c| p.create_lock(c)),
     (Syscall::AskLock, 18, |p, c| p.ask_lock(c)),
     (Syscall::Lock, 30, |p, c| p.lock(c)),
-    (Syscall::Unlock, 35, |p, c| p.unlock(c)),
+    (Syscall::Unlock, 35, |p, c| p.lock(c)),
     (Syscall::SetPriority, 8, |p, c| p.set_priority(c)),
     (Syscall::DsmOpen, 12, |p, c| p.dsm_open(c)),
 ];
@@ -290,24 +279,7 @@ const BAD_MESSAGE_SIZES: [u64; 3] = [0, MAX_MESSAGE_SIZE + 1, u64::MAX];
 /// Why a call certainly fails, if the condition holds.
 type Reason = (bool, &'static str);
 
-/// Why a node id is refused.
 const REFUSED_NODE: &str = "a node id of 64 or more";
-
-/// The bad pointers to a lock record: those through which the kernel reads
-/// no lock (it cannot read them, or reads the read-only page's pattern,
-/// which names no node). Through [`BadPointer::Straddle`] it would read
-/// whatever lock any thread of the process last had written there (by
-/// `lite_ask_lock`, say), and take or release a lock the thread cannot name.
-const LOCK_BAD_POINTERS: [BadPointer; 8] = [
-    BadPointer::Null,
-    BadPointer::LowPage,
-    BadPointer::Kernel,
-    BadPointer::NonCanonical,
-    BadPointer::Max,
-    BadPointer::NoAccess,
-    BadPointer::ReadOnly,
-    BadPointer::SignBit,
-];
 
 /// A node id of 64 or more (in the 32 bits the kernel reads) is refused.
 fn refused_node(node: u64) -> Reason {
@@ -386,26 +358,16 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// Another member of the cluster, or this node if it is alone.
-    fn peer(&mut self) -> u32 {
-        let nodes = self.ctx.plan.nodes.max(1);
-        if nodes == 1 {
-            return self.ctx.plan.me;
-        }
-        let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
-        if other >= self.ctx.plan.me {
-            other + 1
-        } else {
-            other
-        }
-    }
-
     /// Mostly a member: this node `me_percent` times in a hundred, another
     /// one up to 90; else any [`Self::node`].
     fn member(&mut self, me_percent: u64) -> u64 {
+        let (me, nodes) = (self.ctx.plan.me, self.ctx.plan.nodes.max(1));
         match self.rng.below(100) {
-            roll if roll < me_percent => self.ctx.plan.me.into(),
-            0..=89 => self.peer().into(),
+            roll if roll < me_percent || (roll <= 89 && nodes == 1) => me.into(),
+            0..=89 => {
+                let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
+                (other + u32::from(other >= me)).into()
+            }
             _ => self.node(),
         }
     }
@@ -421,44 +383,40 @@ impl Planner<'_, '_> {
         self.rng.or_random(80, SHARED_PASSWORD)
     }
 
-    fn made_up_handle(&mut self) -> u64 {
-        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
-        let values = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
-        self.rng.choose(&values)
-    }
-
     /// A handle, preferring the process's own that `prefer` accepts.
     fn handle(&mut self, prefer: impl Fn(&LmrRecord) -> bool) -> HandleChoice {
         let roll = self.rng.below(100);
         if roll < 72 {
             let preferred: Vec<&LmrRecord> = self.pool.lmrs.iter().filter(|r| prefer(r)).collect();
             if let Some(record) = self.rng.pick(&preferred) {
-                return HandleChoice::Own(**record);
+                return HandleChoice::own(**record);
             }
             if let Some(record) = self.rng.pick(&self.pool.lmrs) {
-                return HandleChoice::Own(*record);
+                return HandleChoice::own(*record);
             }
         }
         if roll < 80 {
             let stale: Vec<u64> = self.pool.stale_handles.iter().copied().collect();
             if let Some(&handle) = self.rng.pick(&stale) {
-                return HandleChoice::Stale(handle);
+                return HandleChoice::not_held(handle, true);
             }
         }
         if roll < 87 {
             let other = self.ctx.other(self.rng);
             if let Some(handle) = other.handles.pick(self.rng) {
                 if self.pool.lmr(handle).is_none() {
-                    return HandleChoice::Other(handle);
+                    return HandleChoice::not_held(handle, false);
                 }
             }
         }
-        HandleChoice::Other(self.made_up_handle())
+        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
+        let made_up = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
+        HandleChoice::not_held(self.rng.choose(&made_up), false)
     }
 
     /// The right password of `choice`, or now and then a wrong one.
     fn password(&mut self, choice: HandleChoice) -> (u64, bool) {
-        match choice.record() {
+        match choice.record {
             Some(record) if self.rng.percent(92) => (record.password, false),
             Some(record) => (record.password ^ (1 + self.rng.below(u64::MAX - 1)), true),
             None => (self.rng.next_u64(), false),
@@ -626,7 +584,7 @@ impl Planner<'_, '_> {
             (faults, "a buffer the kernel cannot access"),
             (too_long, "a size above LITE_MAX_ASYNC_SIZE"),
         ]);
-        let args = [choice.raw(), buf, len, offset, priority, password];
+        let args = [choice.raw, buf, len, offset, priority, password];
         Planned::of(call, &args, expect, effect)
     }
 
@@ -642,7 +600,7 @@ impl Planner<'_, '_> {
         };
         let expect = Expect::value(Value::Zero)
             .failing_if(&[choice.not_ours(), (choice.held_as(!owner), wrong_kind)]);
-        let handle = choice.raw();
+        let handle = choice.raw;
         Planned::of(call, &[handle], expect, Effect::Release { handle })
     }
 
@@ -670,7 +628,7 @@ impl Planner<'_, '_> {
             (byte as u32 > 255, "a byte value above 255"),
             (choice.lacks(PERM_WRITE), "a handle without WRITE"),
         ]);
-        let args = [choice.raw(), offset, len, byte];
+        let args = [choice.raw, offset, len, byte];
         Planned::of(call, &args, expect, Effect::None)
     }
 
@@ -688,11 +646,11 @@ impl Planner<'_, '_> {
         let dst_offset = self.rng.mostly(85, inside, &outside);
         let dst_outside =
             dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
-        let src_invalid = src.certainly_invalid();
+        let src_invalid = src.certainly_invalid;
         let expect = Expect::value(Value::Zero).failing_if(&[
             (src_invalid, "a source that is no handle of this process"),
             (
-                dst.certainly_invalid(),
+                dst.certainly_invalid,
                 "a destination that is no handle of this process",
             ),
             (src_outside, "the source range past the end of its LMR"),
@@ -700,7 +658,7 @@ impl Planner<'_, '_> {
             (src.lacks(PERM_READ), "a source without READ"),
             (dst.lacks(PERM_WRITE), "a destination without WRITE"),
         ]);
-        let args = [src.raw(), src_offset, dst.raw(), dst_offset, len];
+        let args = [src.raw, src_offset, dst.raw, dst_offset, len];
         Planned::of(call, &args, expect, Effect::None)
     }
 
@@ -766,7 +724,7 @@ impl Planner<'_, '_> {
             (mapping, "a mapping's handle, which cannot be published"),
             (choice.lacks(PERM_SHARE), "a handle without SHARE"),
         ]);
-        let handle = choice.raw();
+        let handle = choice.raw;
         let args = [name, handle, permission, password];
         Planned::of(call, &args, expect, Effect::Publish { name, handle })
     }
@@ -1074,29 +1032,21 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, Effect::Receive).blocking(self.wait_ms(flags == 0))
     }
 
-    /// A descriptor to answer; whether it certainly is none of this
-    /// process's unanswered ones.
-    fn descriptor(&mut self) -> (u64, bool) {
-        let pool = self.pool;
-        let (own, stale) = (&pool.descriptors, &pool.stale_descriptors);
-        match self.held_id(own, stale, |p| &p.descriptors, [59, 69, 79]) {
+    /// A reply, alone or with the next receive, as `call` is.
+    fn reply(&mut self, call: Syscall) -> Planned {
+        // A descriptor to answer; whether it certainly is none of this
+        // process's unanswered ones.
+        let (own, stale) = (&self.pool.descriptors, &self.pool.stale_descriptors);
+        let (descriptor, stale) = match self.held_id(own, stale, |p| &p.descriptors, [59, 69, 79]) {
             Ok(found) => found,
             // A one-way message's descriptor is 0: never answerable.
             Err(80..=89) => (0, true),
             Err(_) => (self.rng.next_u64(), false),
-        }
-    }
-
-    fn reply_size(&mut self) -> u64 {
+        };
         let sizes = |rng: &mut Rng| rng.choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE]);
-        self.rng
-            .mostly(92, sizes, &[MAX_MESSAGE_SIZE + 1, u64::MAX])
-    }
-
-    /// A reply, alone or with the next receive, as `call` is.
-    fn reply(&mut self, call: Syscall) -> Planned {
-        let (descriptor, stale) = self.descriptor();
-        let size = self.reply_size();
+        let size = self
+            .rng
+            .mostly(92, sizes, &[MAX_MESSAGE_SIZE + 1, u64::MAX]);
         let (buf, faults) = self.buffer(size, false, Area::Scratch);
         let receives = call == Syscall::ReplyAndReceiveMessage;
         let value = if receives {
@@ -1205,7 +1155,7 @@ impl Planner<'_, '_> {
         let priority = self.priority();
         let value = self.rng.choose(&[0, 1, u64::MAX]);
         let value = self.rng.or_random(50, value);
-        let never_atomic = choice.record().is_some_and(|r| r.never_atomic());
+        let never_atomic = choice.record.is_some_and(|r| r.never_atomic());
         let expect = Expect::value(Value::Zero).failing_if(&[
             choice.not_ours(),
             (never_atomic, "a handle without ATOMIC or not of 8 bytes"),
@@ -1213,21 +1163,16 @@ impl Planner<'_, '_> {
             refused_priority(priority),
         ]);
         let args = if call == Syscall::FetchAdd {
-            [choice.raw(), old, value, priority, 0, 0]
+            [choice.raw, old, value, priority, 0, 0]
         } else {
             let new_value = self.rng.next_u64();
-            [choice.raw(), old, value, new_value, priority, 0]
+            [choice.raw, old, value, new_value, priority, 0]
         };
         Planned::of(call, &args, expect, Effect::None)
     }
 
-    /// A home node for a lock.
-    fn home(&mut self) -> u64 {
-        self.member(50)
-    }
-
     fn create_lock(&mut self, call: Syscall) -> Planned {
-        let home = self.home();
+        let home = self.member(50);
         // Past its quota a thread only tries with a bad pointer, which is
         // refused before a lock is created.
         let bad = self.state.locks_created >= MAX_LOCKS_CREATED || self.rng.percent(10);
@@ -1262,9 +1207,9 @@ impl Planner<'_, '_> {
     fn ask_lock(&mut self, call: Syscall) -> Planned {
         let (home, number) = match (self.rng.below(100), self.known_lock()) {
             (0..=49, Some(lock)) => (u64::from(lock.home), u64::from(lock.number)),
-            (0..=84, _) => (self.home(), self.rng.below(64)),
+            (0..=84, _) => (self.member(50), self.rng.below(64)),
             _ => (
-                self.home(),
+                self.member(50),
                 self.rng
                     .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)]),
             ),
@@ -1286,63 +1231,62 @@ impl Planner<'_, '_> {
         Planned::of(call, &[home, number, lock], expect, effect)
     }
 
-    /// The pointer to pass for `lock`: the out-parameter filled with it,
-    /// or one of [`LOCK_BAD_POINTERS`]; whether it is bad (the call must
-    /// fail), and `effect`, or none through a bad one (it changes no lock).
-    fn lock_argument(&mut self, lock: LiteLock, effect: Effect) -> (u64, bool, Effect) {
-        if self.rng.percent(93) {
-            (self.out.lock_record(lock), false, effect)
-        } else {
-            let kind = self.rng.choose(&LOCK_BAD_POINTERS);
-            (self.ctx.arena.bad_pointer(kind), true, Effect::None)
-        }
-    }
-
     fn made_up_lock(&mut self) -> LiteLock {
         LiteLock {
-            home: self.home() as u32,
+            home: self.member(50) as u32,
             number: self.rng.choose(&[MAX_LOCKS, u32::MAX]),
         }
     }
 
+    /// A lock or an unlock, as `call` is: mostly of a lock the thread
+    /// holds (more often for an unlock) or knows, else a made-up one.
     fn lock(&mut self, call: Syscall) -> Planned {
-        let (lock, held) = match self.rng.below(100) {
-            0..=7 if !self.state.held.is_empty() => (
-                self.rng.pick(&self.state.held).copied().unwrap_or_default(),
-                true,
-            ),
-            0..=89 => match self.known_lock() {
-                Some(lock) => (lock, self.state.held.contains(&lock)),
-                None => (self.made_up_lock(), false),
-            },
-            _ => (self.made_up_lock(), false),
-        };
-        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Lock(lock));
-        let held = held && !self.state.uncertain.contains(&lock);
-        let expect = Expect::value(Value::Zero).failing_if(&[
-            (bad, "a lock record the kernel cannot read"),
-            (held, "a lock this thread holds"),
-            (lock.number >= MAX_LOCKS, "a lock number no home keeps"),
-            (lock.home >= MAX_NODES, REFUSED_NODE),
-        ]);
-        Planned::of(call, &[pointer], expect, effect).blocking(self.blocking_ms())
-    }
-
-    fn unlock(&mut self, call: Syscall) -> Planned {
+        let locking = call == Syscall::Lock;
+        let (held_cut, known_cut) = if locking { (7, 89) } else { (59, 84) };
         let lock = match self.rng.below(100) {
-            0..=59 if !self.state.held.is_empty() => {
+            roll if roll <= held_cut && !self.state.held.is_empty() => {
                 self.rng.pick(&self.state.held).copied().unwrap_or_default()
             }
-            0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
+            roll if roll <= known_cut => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),
         };
-        let (pointer, bad, effect) = self.lock_argument(lock, Effect::Unlock(lock));
-        let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
-        let expect = Expect::value(Value::Zero).failing_if(&[
-            (bad, "a lock record the kernel cannot read"),
-            (not_held, "a lock this thread does not hold"),
-        ]);
-        Planned::of(call, &[pointer], expect, effect)
+        // The out-parameter filled with the lock, or a bad pointer through
+        // which the kernel reads no lock (it cannot read it, or reads the
+        // read-only page's pattern, which names no node) and changes none.
+        // Through [`BadPointer::Straddle`] it would read whatever lock any
+        // thread of the process last had written there (by `lite_ask_lock`,
+        // say), and take or release a lock the thread cannot name.
+        let bad = !self.rng.percent(93);
+        let (pointer, effect) = if bad {
+            let kinds: Vec<BadPointer> = BadPointer::ALL
+                .into_iter()
+                .filter(|&kind| kind != BadPointer::Straddle)
+                .collect();
+            let kind = self.rng.pick(&kinds).copied().unwrap_or(BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), Effect::None)
+        } else if locking {
+            (self.out.lock_record(lock), Effect::Lock(lock))
+        } else {
+            (self.out.lock_record(lock), Effect::Unlock(lock))
+        };
+        let (held, uncertain) = (
+            self.state.held.contains(&lock),
+            self.state.uncertain.contains(&lock),
+        );
+        let reason = (bad, "a lock record the kernel cannot read");
+        if locking {
+            let expect = Expect::value(Value::Zero).failing_if(&[
+                reason,
+                (held && !uncertain, "a lock this thread holds"),
+                (lock.number >= MAX_LOCKS, "a lock number no home keeps"),
+                (lock.home >= MAX_NODES, REFUSED_NODE),
+            ]);
+            Planned::of(call, &[pointer], expect, effect).blocking(self.blocking_ms())
+        } else {
+            let not_held = (!held && !uncertain, "a lock this thread does not hold");
+            let expect = Expect::value(Value::Zero).failing_if(&[reason, not_held]);
+            Planned::of(call, &[pointer], expect, effect)
+        }
     }
 
     /// Opens (or creates, on this node) a region, which the worker maps and
@@ -1401,20 +1345,6 @@ mod tests {
     use super::*;
     use crate::fuzz::shared::Shared;
 
-    fn context<'a>(arena: &'a Arena, shared: &'static Shared) -> Context<'a> {
-        let plan = ProcessPlan {
-            seed: 0,
-            me: 2,
-            nodes: 3,
-            procs: 3,
-            threads: 2,
-            proc: 1,
-            deadline_ms: 0,
-            shared,
-        };
-        Context { plan, arena }
-    }
-
     /// FNV-1a, a hash that stays the same across toolchains.
     fn fnv1a(text: &str) -> u64 {
         text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
@@ -1436,7 +1366,20 @@ mod tests {
     ) -> Vec<(Planned, String)> {
         let arena = Arena::new(2).expect("arena");
         let shared = Shared::map().expect("shared");
-        let ctx = context(&arena, shared);
+        let plan = ProcessPlan {
+            seed: 0,
+            me: 2,
+            nodes: 3,
+            procs: 3,
+            threads: 2,
+            proc: 1,
+            deadline_ms: 0,
+            shared,
+        };
+        let ctx = Context {
+            plan,
+            arena: &arena,
+        };
         let mut out = OutParams::new();
         let out_start = std::ptr::addr_of!(*out) as u64;
         let out_end = out_start + std::mem::size_of::<OutParams>() as u64;
@@ -1504,27 +1447,6 @@ mod tests {
         steps
     }
 
-    #[test]
-    fn the_same_seed_plans_the_same_calls() {
-        let (pool, state) = (Pool::default(), ThreadState::default());
-        let lines = |seed| -> Vec<String> {
-            let steps = plan_steps(seed, &pool, &state, |_, _| {});
-            steps.into_iter().map(|(_, line)| line).collect()
-        };
-        let first = plan_steps(9, &pool, &state, |_, _| {});
-        let first_lines: Vec<String> = first.iter().map(|(_, line)| line.clone()).collect();
-        assert_eq!(first_lines, lines(9));
-        assert_ne!(first_lines, lines(10));
-        // Every call comes up in a few thousand steps, but those of the
-        // unprivileged process.
-        for call in Syscall::ALL {
-            let drawn = first.iter().any(|(p, _)| p.call == call);
-            let by_unprivileged = matches!(call, Syscall::Join | Syscall::Leave);
-            assert_eq!(drawn, !by_unprivileged, "{call:?}");
-        }
-        assert!(first.iter().any(|(p, _)| p.expect.must_fail.is_some()));
-    }
-
     /// What seed 3 plans with a pool holding every kind of resource, as a
     /// digest: a change to how the fuzzer draws (or to the arena's layout)
     /// changes it, and only an intended one may change the value here.
@@ -1583,10 +1505,8 @@ mod tests {
                 assert!(arena.holds(buf, len.min(MAX_FUZZ_LMR)), "{buf:#x} {len}");
             }
         };
-        let text: String = plan_steps(3, &pool, &state, look)
-            .into_iter()
-            .map(|(_, line)| line)
-            .collect();
+        let steps = plan_steps(3, &pool, &state, look);
+        let text: String = steps.iter().map(|(_, line)| line.as_str()).collect();
         assert_eq!(
             fnv1a(&text),
             11_620_304_016_890_769_451,
@@ -1594,5 +1514,17 @@ mod tests {
             &text[..2000]
         );
         assert!(released > 0 && reads > 0, "{released} {reads}");
+        // Every call comes up in a few thousand steps, but those of the
+        // unprivileged process; another seed draws other steps.
+        for call in Syscall::ALL {
+            let drawn = steps.iter().any(|(p, _)| p.call == call);
+            let by_unprivileged = matches!(call, Syscall::Join | Syscall::Leave);
+            assert_eq!(drawn, !by_unprivileged, "{call:?}");
+        }
+        let other: String = plan_steps(4, &pool, &state, |_, _| {})
+            .into_iter()
+            .map(|(_, line)| line)
+            .collect();
+        assert_ne!(other, text);
     }
 }

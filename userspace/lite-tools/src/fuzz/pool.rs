@@ -83,7 +83,6 @@ pub(crate) fn pack_lock(lock: LiteLock) -> u64 {
     u64::from(lock.home) << 32 | u64::from(lock.number)
 }
 
-/// Unpacks a lock packed by [`pack_lock`].
 pub(crate) fn unpack_lock(value: u64) -> LiteLock {
     LiteLock {
         home: (value >> 32) as u32,
@@ -200,7 +199,6 @@ impl Pool {
             .sum()
     }
 
-    /// Registrations held.
     pub(crate) fn registrations(&self) -> usize {
         self.lmrs
             .iter()
@@ -208,12 +206,10 @@ impl Pool {
             .count()
     }
 
-    /// The record of `handle`.
     pub(crate) fn lmr(&self, handle: u64) -> Option<&LmrRecord> {
         self.lmrs.iter().find(|r| r.handle == handle)
     }
 
-    /// Adds an LMR the process now holds.
     pub(crate) fn add_lmr(&mut self, record: LmrRecord) {
         if let LmrKind::Wrapped { name } = record.kind {
             self.names.push((name, record.handle));
@@ -246,14 +242,12 @@ impl Pool {
         self.names.retain(|&(_, h)| h != handle);
     }
 
-    /// An asynchronous operation was reaped.
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
         self.calls.retain(|&o| o != op);
         remember(&mut self.stale_ops, op, STALE);
     }
 
-    /// A descriptor was answered.
     pub(crate) fn answered(&mut self, descriptor: u64) {
         self.descriptors.retain(|&d| d != descriptor);
         remember(&mut self.stale_descriptors, descriptor, STALE);
@@ -275,7 +269,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_tell_their_node_size_and_password() {
+    fn names_and_race_ports_stay_apart() {
         let name = fuzz_name(3, 1, 2, 3);
         assert_eq!(size_of_name(name), Some(65536));
         assert_eq!(size_of_name(fuzz_name(3, 1, UNSIZED_CLASS, 0)), None);
@@ -287,10 +281,6 @@ mod tests {
         assert_ne!(coordinator_name(1, READY), coordinator_name(2, READY));
         assert_ne!(coordinator_name(1, READY), coordinator_name(1, DONE));
         assert_ne!(coordinator_name(1, READY), fuzz_name(1, 0, 0, 1));
-    }
-
-    #[test]
-    fn race_ports_stay_above_the_pool() {
         for proc in 0..8 {
             for thread in 0..8 {
                 let port = race_port(proc, 8, thread);
@@ -322,10 +312,7 @@ mod tests {
         assert_eq!(pool.stale_ops.len(), STALE);
         let lock = LiteLock { home: 2, number: 7 };
         assert_eq!(unpack_lock(pack_lock(lock)), lock);
-    }
-
-    #[test]
-    fn release_attempts_are_remembered_up_to_a_bound() {
+        // Release attempts are remembered up to a bound.
         let mut pool = Pool::default();
         assert!(!pool.release_attempted(0x1_0000_0001));
         pool.note_release_attempt(0x1_0000_0001);

@@ -30,6 +30,7 @@ use lite::sys::{
 use super::abnormal_end;
 use super::calls::{args, raw_syscall, Syscall};
 use super::effects::Effect;
+use super::errnos::errno_of;
 use super::expect::{Expect, Value};
 use super::generate::{Context, OutParams, Planned, ThreadState, RUNNING_CALL_MS};
 use super::memory::{BadPointer, BULK_AREA, PAGE, RACE_WINDOW};
@@ -114,16 +115,14 @@ pub(crate) fn run(
     state: &mut ThreadState,
     out: &mut OutParams,
 ) {
-    let race = rng.choose(&RACES);
-    let mut race_run = RaceRun {
+    rng.choose(&RACES)(&mut RaceRun {
         caller,
         helper,
         rng,
         step,
         state,
         out,
-    };
-    race(&mut race_run);
+    });
 }
 
 struct RaceRun<'x, 'r, 'a> {
@@ -133,14 +132,6 @@ struct RaceRun<'x, 'r, 'a> {
     step: u64,
     state: &'x mut ThreadState,
     out: &'x mut OutParams,
-}
-
-fn errno_of(ret: i64) -> i32 {
-    if ret < 0 {
-        ret.unsigned_abs() as i32
-    } else {
-        0
-    }
 }
 
 impl<'a> RaceRun<'_, '_, 'a> {
@@ -153,12 +144,11 @@ impl<'a> RaceRun<'_, '_, 'a> {
     /// Makes `call`, which returns 0 on success and must succeed (or, if
     /// not `succeeds`, fail) for `reason`.
     fn certain(&self, call: Syscall, given: &[u64], succeeds: bool, reason: &'static str) -> i64 {
-        let mut expect = Expect::value(Value::Zero);
-        if succeeds {
-            expect.must_succeed = Some(reason);
-        } else {
-            expect.must_fail = Some(reason);
-        }
+        let expect = Expect {
+            must_succeed: succeeds.then_some(reason),
+            must_fail: (!succeeds).then_some(reason),
+            ..Expect::value(Value::Zero)
+        };
         let planned = Planned::of(call, given, expect, Effect::None);
         self.caller.run(self.step, &planned)
     }
@@ -620,7 +610,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// Unlocks `lock`, which this thread took; whether that worked.
+    /// Whether unlocking `lock`, which this thread took, worked.
     fn give_back(&mut self, lock: LiteLock) -> bool {
         let pointer = self.out.lock_record(lock);
         let ret = self.certain(Syscall::Unlock, &[pointer], true, "a lock this thread took");
@@ -888,7 +878,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn results_cross_a_socket_pair() {
+    fn a_forked_child_reports_and_ends_normally_only_with_status_0() {
+        let (child, mut child_end) = fork_child(|parent| send(parent, &[42])).expect("fork");
+        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(10)));
+        assert_eq!(results, Some(vec![42]));
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert_eq!(abnormal_end(status), None);
+        let ends = [1 << 8, libc::SIGSEGV].map(|status| abnormal_end(status).unwrap_or_default());
+        assert_eq!(ends, ["exited with status 1", "was killed by signal 11"]);
+        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(1)));
+        assert_eq!(results, None);
         let (mut ours, mut theirs) = UnixStream::pair().expect("socket pair");
         send(&mut theirs, &[-4, 7]);
         let second = Some(Duration::from_secs(1));
@@ -898,18 +899,5 @@ mod tests {
         assert_eq!(read_results(&mut ours, 1, None), Some(vec![9]));
         drop(theirs);
         assert_eq!(read_results(&mut ours, 1, second), None);
-    }
-
-    #[test]
-    fn a_forked_child_reports_and_exits() {
-        let (child, mut child_end) = fork_child(|parent| send(parent, &[42])).expect("fork");
-        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(10)));
-        assert_eq!(results, Some(vec![42]));
-        let mut status = 0;
-        // SAFETY: waits for the child forked above.
-        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
-        assert_eq!(abnormal_end(status), None);
-        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(1)));
-        assert_eq!(results, None);
     }
 }

@@ -1,12 +1,6 @@
 //! What the fuzzer prints: alarms as they happen, and the summary at the
-//! end, as TAP comments in formats the harness (`cargo xtask fuzz`) reads:
-//!
-//! ```text
-//! # lite-fuzz seed=0x2a
-//! # ALARM node 1 proc 0 thread 2 step 17: lite_free(0x100000001) returned 0: succeeded (0), though ...
-//! # lite-fuzz calls lite_free=120 ok=80 EBADF=30 EINTR=10
-//! # lite-fuzz total calls=9000 alarms=0 hung=0
-//! ```
+//! end, as TAP comments in the formats userspace/README.md gives and the
+//! harness (`cargo xtask fuzz`) reads.
 //!
 //! Lines are written with one `write` each, straight to the file
 //! descriptor, so that the lines of the processes and threads of a run
@@ -92,7 +86,6 @@ pub(crate) fn calls_line(shared: &Shared, call: Syscall) -> String {
     line
 }
 
-/// The totals line.
 pub(crate) fn total_line(calls: u64, alarms: u64, hung: u64) -> String {
     format!("{TOTAL_PREFIX}calls={calls} alarms={alarms} hung={hung}")
 }
@@ -120,10 +113,7 @@ mod tests {
         assert_eq!(unprivileged, "node 1 unprivileged process step 3");
         let free = call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9);
         assert_eq!(free, "lite_free(5) returned -9 (-EBADF)");
-    }
-
-    #[test]
-    fn alarms_are_counted_per_process() {
+        // Alarms are counted per process, those of no process ignored.
         let shared = Shared::map().expect("shared");
         alarm(shared, 2, "test", "a call", "a reason");
         alarm(shared, 99, "test", "a call", "out of range: ignored");

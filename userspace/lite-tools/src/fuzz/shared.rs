@@ -39,7 +39,6 @@ pub(crate) struct CallSlot {
     pub(crate) call: AtomicU32,
     /// The step of the thread's sequence the call belongs to.
     pub(crate) step: AtomicU64,
-    /// Its arguments.
     pub(crate) args: [AtomicU64; 6],
     /// When it started ([`now_ms`]).
     pub(crate) started_ms: AtomicU64,
@@ -52,7 +51,6 @@ pub(crate) struct CallSlot {
 }
 
 impl CallSlot {
-    /// Records that `call` starts.
     pub(crate) fn begin(&self, call: Syscall, step: u64, args: &[u64; 6], interrupt_after_ms: u64) {
         self.step.store(step, Ordering::Relaxed);
         for (slot, &arg) in self.args.iter().zip(args) {
@@ -65,7 +63,6 @@ impl CallSlot {
         self.call.store(call.index() as u32 + 1, Ordering::Release);
     }
 
-    /// Records that the call returned.
     pub(crate) fn end(&self) {
         self.call.store(0, Ordering::Release);
     }
@@ -125,7 +122,6 @@ pub(crate) struct ProcShared {
 }
 
 impl ProcShared {
-    /// Counts one result of `call`.
     pub(crate) fn count(&self, call: Syscall, ret: i64) {
         self.counts[call.index()][outcome_bucket(ret)].fetch_add(1, Ordering::Relaxed);
     }
@@ -139,7 +135,6 @@ impl ProcShared {
     }
 }
 
-/// Everything shared.
 #[repr(C)]
 pub(crate) struct Shared {
     /// Set when the fuzzing time is over.
@@ -164,12 +159,10 @@ impl Shared {
         Ok(unsafe { &*(base as *const Shared) })
     }
 
-    /// Whether the run is over.
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Total alarms of every process.
     pub(crate) fn alarms(&self) -> u64 {
         self.procs
             .iter()
@@ -177,7 +170,6 @@ impl Shared {
             .sum()
     }
 
-    /// Calls of `call` in every process.
     pub(crate) fn calls_of(&self, call: Syscall) -> u64 {
         self.procs.iter().map(|p| p.calls_of(call)).sum()
     }
@@ -196,7 +188,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_and_offers_are_shared_with_a_child() {
+    fn counts_offers_and_calls_under_way_are_shared() {
         let shared = Shared::map().expect("mapping");
         let proc = &shared.procs[1];
         proc.count(Syscall::Free, 0);
@@ -220,10 +212,7 @@ mod tests {
         let mut rng = Rng::from_seed(3);
         let picked = (0..200).filter_map(|_| proc.handles.pick(&mut rng)).next();
         assert_eq!(picked, Some(7));
-    }
-
-    #[test]
-    fn a_slot_tells_what_runs() {
+        // A slot tells what runs.
         let shared = Shared::map().expect("mapping");
         let slot = &shared.procs[0].slots[3];
         assert!(slot.current().is_none());

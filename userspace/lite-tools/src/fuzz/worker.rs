@@ -47,7 +47,6 @@ impl Run<'_> {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether fuzzing is over.
     pub(crate) fn over(&self) -> bool {
         now_ms() >= self.ctx.plan.deadline_ms || self.ctx.plan.shared.stopped()
     }
@@ -191,7 +190,6 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
     0
 }
 
-/// One fuzzing thread.
 fn thread_main(run: &Run<'_>, thread: u32) {
     let own = run.ctx.own();
     let caller = Caller::new(run, thread, false);
