@@ -9,11 +9,12 @@
 //! node that left or rebooted and joined again has its old id back, so a
 //! cluster that lost and regained members still has ids 1..=N).
 //!
-//! Every wait for another node is bounded ([`crate::deadline`]), and a
-//! barrier that fails ends the run: its test point says `barrier failed:`
-//! and why, a bail-out follows, and nothing after it runs, since the
-//! rounds after a failed barrier would pair different cases on different
-//! nodes.
+//! Every barrier is entered unconditionally, in the same order on every node,
+//! whatever failed before it. Every wait for another node is bounded
+//! ([`crate::deadline`]), and a barrier that fails ends the run: its test
+//! point says `barrier failed:` and why, a bail-out follows, and nothing after
+//! it runs, since the rounds after a failed barrier would pair different cases
+//! on different nodes.
 //!
 //! The test talks to LITE through [`Kernel`], so that it can be checked
 //! against an in-memory model on hosts without LITE.
@@ -98,7 +99,6 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// Node `me` of `nodes`, with the password [`password_of`] gives it.
     pub(crate) fn new(me: u32, nodes: u32) -> Node {
         Node {
             me,
@@ -122,15 +122,11 @@ fn refused<'a>(
     (description, Box::new(move || expect_errno(call(), errno)))
 }
 
-/// Runs the whole cluster test, reporting each test point to `tap`.
-pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
-    run_with_joined_hook(kernel, tap, config, |_, _| {});
-}
-
-/// Like [`run`]; `all_joined` runs once every node has joined, before this
-/// node makes any LMR of the test (to note LITE's resources as they are
-/// with every peer connected and no test memory).
-pub fn run_with_joined_hook<K: Kernel, W: Write>(
+/// Runs the whole cluster test, reporting each test point to `tap`;
+/// `all_joined` runs once every node has joined, before this node makes
+/// any LMR of the test (to note LITE's resources as they are with every
+/// peer connected and no test memory).
+pub fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     config: &TestConfig,
@@ -159,7 +155,14 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
     if io::barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")).is_err() {
         return;
     }
-    check_membership(kernel, tap, me, nodes);
+    tap.check(
+        &format!("get_node_id returns {me}"),
+        expect_value(kernel.get_node_id(), me.into()),
+    );
+    tap.check(
+        &format!("get_total_node returns {nodes}"),
+        expect_value(kernel.get_total_node(), nodes.into()),
+    );
     all_joined(kernel, tap);
     let _ = run_cases(kernel, tap, config, me);
 }
@@ -254,8 +257,8 @@ fn join_with_pointer<K: Kernel>(kernel: &K, address: *const c_char) -> c_long {
     unsafe { kernel.join(address, CM_DEFAULT_PORT.into(), IB_PORT) }
 }
 
+/// `lite_join` with `text` as the address; the texts used hold no NUL.
 fn join_with_text<K: Kernel>(kernel: &K, text: &str) -> c_long {
-    // The texts used hold no NUL; an empty string would fail visibly.
     let text = CString::new(text).unwrap_or_default();
     join_with_pointer(kernel, text.as_ptr())
 }
@@ -366,18 +369,6 @@ fn join<K: Kernel, W: Write>(
     let ret = join_with_text(kernel, &cm.to_string());
     check_errno(tap, "join again", ret, libc::EISCONN);
     Some(me)
-}
-
-/// Once every node joined: this node's id and the cluster's size.
-fn check_membership<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
-    tap.check(
-        &format!("get_node_id returns {me}"),
-        expect_value(kernel.get_node_id(), me.into()),
-    );
-    tap.check(
-        &format!("get_total_node returns {nodes}"),
-        expect_value(kernel.get_total_node(), nodes.into()),
-    );
 }
 
 /// Like [`expect_errno`] for an allocation, freeing whatever was wrongly
@@ -752,7 +743,7 @@ pub(crate) mod tests {
     }
 
     fn run_against(kernel: &FakeKernel, nodes: u32) -> (String, TapSummary) {
-        crate::tap::capture(|tap| run(kernel, tap, &config(nodes)))
+        crate::tap::capture(|tap| run(kernel, tap, &config(nodes), |_, _| {}))
     }
 
     /// Runs the test on every node of a cluster at once, one thread per
@@ -872,7 +863,7 @@ pub(crate) mod tests {
         let kernel = FakeKernel::new(1, 1, Defects::default());
         let mut seen = Vec::new();
         let (output, _) = crate::tap::capture(|tap| {
-            run_with_joined_hook(&kernel, tap, &config(1), |kernel, tap| {
+            run(&kernel, tap, &config(1), |kernel, tap| {
                 seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
             })
         });

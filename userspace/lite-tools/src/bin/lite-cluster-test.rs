@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
-use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
+use lite_tools::cluster_test::{child_main, run, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
 use lite_tools::resources::{save_baseline, RESOURCES_FILE};
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         config.cm, config.nodes
     );
     report_to_stdout(&header, |tap| {
-        run_with_joined_hook(&Syscalls, tap, &config, |kernel, tap| {
+        run(&Syscalls, tap, &config, |kernel, tap| {
             if let Some(path) = &baseline {
                 save_baseline(tap, kernel.read_debugfs(RESOURCES_FILE), path);
             }

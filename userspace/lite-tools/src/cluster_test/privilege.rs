@@ -390,19 +390,9 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_survives_the_command_line() {
-        let probe = Probe {
-            cm: CM,
-            me: 3,
-            target: 1,
-            password: password_of(3),
-        };
+    fn the_probe_survives_the_command_line_and_other_kinds_are_left_alone() {
+        let (kernel, probe) = member(2, Defects::default());
         probe.assert_round_trip(0, "localhost");
-    }
-
-    #[test]
-    fn other_kinds_of_child_are_left_to_the_other_cases() {
-        let (kernel, _) = member(2, Defects::default());
         assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
         assert_eq!(child_main(&kernel, &[]), None);
         assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));

@@ -97,16 +97,13 @@ const MALFORMED: [&str; 8] = [
     "usage uid 0 lmrs=0",
 ];
 
-/// What the quota user's process needs to know.
+/// What the quota user's process needs to know: its node, where its LMRs
+/// go, its user (also its group), and the password of its LMRs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct UserPlan {
-    /// This node.
     me: u32,
-    /// Where its LMRs go.
     target: u32,
-    /// Its user and group.
     uid: u32,
-    /// The password of its LMRs.
     password: u64,
 }
 
@@ -132,12 +129,10 @@ fn one(resource: Resource) -> Usage {
     Usage::default().with(resource, 1)
 }
 
-/// Reads and parses this node's quotas file.
 pub(super) fn read_quotas<K: Kernel>(kernel: &K) -> Result<QuotasFile, String> {
     read_debugfs_as(kernel, QUOTAS_FILE, parse_quotas)
 }
 
-/// Writes `command` to this node's quotas file.
 fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> {
     write_debugfs_line(kernel, QUOTAS_FILE, command)
 }
@@ -1027,11 +1022,6 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_survives_the_command_line() {
-        plan(3).assert_round_trip(2, "root");
-    }
-
-    #[test]
     fn the_childs_report_carries_its_points_and_holdings() {
         let text = "ok runs as uid 4243\nfail gets -EDQUOT from x: expected -EDQUOT (-122), got 0\nholds remote_memory=1 pinned_memory=2 lmrs=3 names=4 rpc_ports=5 locks=6\nready\nok late\n";
         let mut out = text.as_bytes();
@@ -1049,20 +1039,11 @@ mod tests {
     }
 
     #[test]
-    fn other_kinds_of_child_are_left_to_the_other_cases() {
+    fn the_plan_survives_the_command_line_and_other_kinds_are_left_alone() {
+        plan(3).assert_round_trip(2, "root");
         let kernel = joined(1, 2, Defects::default());
         assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
         assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
-    }
-
-    #[test]
-    fn the_ring_runs_both_ways() {
-        for nodes in 2..6 {
-            for me in 1..=nodes {
-                assert_eq!(next_node(previous_node(me, nodes), nodes), me);
-            }
-        }
-        assert_eq!((previous_node(1, 3), previous_node(2, 2)), (3, 1));
     }
 
     #[test]

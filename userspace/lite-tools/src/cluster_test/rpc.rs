@@ -3,13 +3,10 @@
 //! `served_cases` for the cases, one submodule each); all of it
 //! concurrently from every node, threads and processes.
 //!
-//! Every node runs the same code relative to its own id; the barriers in
-//! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them, and a barrier that fails ends the run
-//! (closing the ports whose receivers would wait for ever). Every wait
-//! for another node is bounded: a call by the kernel's RPC timeout, room
-//! in a full ring, a ring filling up and the next message of a drain by
-//! [`PEER_WAIT_LIMIT`].
+//! A barrier that fails closes the ports whose receivers would wait for ever
+//! before the run ends. Every wait for another node is bounded: a call by the
+//! kernel's RPC timeout, room in a full ring, a ring filling up and the next
+//! message of a drain by [`PEER_WAIT_LIMIT`].
 
 use std::ffi::{c_char, c_void};
 use std::io::{BufReader, Write};

@@ -1,9 +1,6 @@
 //! Sharing by name across nodes: wrap_alloc + ask_lmr, restricted
-//! permissions, unmapping, revocation and registered user memory.
-//!
-//! Every node runs every phase at the same time; the barriers in here are
-//! called unconditionally, in the same order on every node, whatever
-//! failed before them, and a barrier that fails ends the run.
+//! permissions, unmapping, revocation and registered user memory, every
+//! phase on every node at the same time.
 
 use std::ffi::c_void;
 use std::io::Write;

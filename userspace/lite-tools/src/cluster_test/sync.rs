@@ -3,12 +3,8 @@
 //! fetch-add and compare-swap totals; a barrier reused many times; lock
 //! waiters served in the order they asked; locks released when their
 //! holder exits; default priorities; `/sys/kernel/debug/lite`; and misuse
-//! of every call.
-//!
-//! Every node runs the same code relative to its own id; the barriers in
-//! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them, and a barrier that fails ends the run.
-//! Every wait for a lock is bounded, and so are the compare-swap retries.
+//! of every call. Every wait for a lock is bounded, and so are the
+//! compare-swap retries.
 
 use std::fmt::Display;
 use std::io::{BufReader, Write};

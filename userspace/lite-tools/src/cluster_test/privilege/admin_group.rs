@@ -302,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_survives_the_command_line() {
+    fn the_probe_survives_the_command_line_and_other_kinds_are_left_alone() {
         let probe = GroupProbe {
             cm: CM,
             gid: 4303,
@@ -314,10 +314,6 @@ mod tests {
             ..probe
         };
         assert_eq!(GroupProbe::from_args(&refused.to_args()[1..]), Ok(refused));
-    }
-
-    #[test]
-    fn other_kinds_of_child_are_left_to_the_other_cases() {
         let kernel = member(Defects::default());
         assert_eq!(child_main(&kernel, &["unprivileged".to_string()]), None);
         assert_eq!(child_main(&kernel, &[]), None);

@@ -74,16 +74,13 @@ fn storm_requests_to(me: u32, nodes: u32) -> u64 {
     u64::from(nodes) * (u64::from(STORM_MULTICASTERS) * STORM_REQUESTS + calls)
 }
 
-/// Passes when a request took at most [`STORM_CALL_LIMIT`]: a request
-/// that took longer was stuck, even if it was answered in the end.
+/// Passes when a request took at most [`STORM_CALL_LIMIT`].
 fn storm_in_time(took: Duration) -> Result<(), String> {
     let over = || format!("took {took:?}, over {STORM_CALL_LIMIT:?}");
     unless(took <= STORM_CALL_LIMIT, over)
 }
 
-/// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`, so that a storm
-/// thread whose requests time out one after the other does not hold the
-/// round for many RPC timeouts.
+/// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`.
 fn storm_not_late(begun: Instant, what: &str) -> Result<(), String> {
     let late = || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
     unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)
@@ -203,10 +200,9 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
     unless(failures.is_empty(), || failures.join("; "))
 }
 
-/// Every node calls and multicasts to every node at once, from several
-/// threads, on a port none of them used before: the first requests of a
-/// client to a (port, node) must not trample each other however many
-/// threads make them at the same time. Fresh ports make many first uses.
+/// The first requests of a client to a (port, node) must not trample each
+/// other however many threads make them at the same time; fresh ports make
+/// many first uses.
 pub(super) fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     for round in 0..STORM_ROUNDS {
         storm_round(kernel, tap, at, round)?;
