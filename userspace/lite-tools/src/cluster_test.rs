@@ -28,8 +28,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::{check_errno, check_errnos, InStep};
-use crate::cluster_test::io::{status, unless};
+use self::io::{check_errno, check_errnos, status, unless, InStep};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;

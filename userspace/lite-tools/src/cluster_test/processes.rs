@@ -20,8 +20,7 @@ use super::io::{
     barrier, check_free, handle_of, name_of, own_counters, publish, read_vec, stats, write_ok,
     InStep, UserPages,
 };
-use super::password_of;
-use crate::cluster_test::Node;
+use super::{password_of, Node};
 use crate::deadline::show;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};

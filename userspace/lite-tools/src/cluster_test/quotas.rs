@@ -25,16 +25,14 @@ use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{
-    barrier, check_free, name_of, read_debugfs_as, refused_debugfs_line, write_debugfs_line,
-    InStep, UserPages, NO_DEBUGFS,
+    barrier, check_free, name_of, read_debugfs_as, refused_debugfs_line, status, unless,
+    write_debugfs_line, InStep, UserPages, NO_DEBUGFS,
 };
 use super::privilege::{report, report_as_user, spawn_as};
 use super::processes::{
     child_args, collect_with, finish, ready_then_wait, run_child, tell_go, ChildPoints,
 };
-use super::{expect_no_alloc, target_name};
-use crate::cluster_test::io::{status, unless};
-use crate::cluster_test::Node;
+use super::{expect_no_alloc, target_name, Node};
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
     DEFAULT_LIMITS, QUOTAS_FILE,
@@ -124,7 +122,6 @@ fn lmr_charge(memory: Resource, size: u64) -> Usage {
     Usage::default().with(memory, size).with(Resource::Lmrs, 1)
 }
 
-/// One of `resource`.
 fn one(resource: Resource) -> Usage {
     Usage::default().with(resource, 1)
 }

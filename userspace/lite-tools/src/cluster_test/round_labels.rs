@@ -51,9 +51,7 @@ thread_local! {
 struct Board {
     /// Handle of the board: the LMR on [`BOARD_HOME`], or its mapping.
     handle: u64,
-    /// This node's id.
     me: u32,
-    /// Nodes taking part in every barrier.
     nodes: u32,
     /// Number of the last round this node entered.
     round: u64,

@@ -25,15 +25,13 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, check_zero, outcome_of, write_debugfs_line, InStep, OutOfStep,
+    barrier, check_errno, check_zero, outcome_of, unless, write_debugfs_line, InStep, OutOfStep,
 };
 use super::processes::{
     child_outcome, collect, finish, first_failure, keep_first_failure, points_of, ready_then_wait,
     report_point, spawn, WHY_SKIPPED,
 };
-use super::target_name;
-use crate::cluster_test::io::unless;
-use crate::cluster_test::Node;
+use super::{target_name, Node};
 use crate::deadline::{
     current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
 };
@@ -487,7 +485,6 @@ impl<'a> DrainEnd<'a> {
         Ok(false)
     }
 
-    /// A message arrived.
     fn message(&mut self) {
         self.empty_since = None;
         self.next_message.restart();

@@ -13,8 +13,7 @@ use super::io::{
     expect_async_write_errno, name_of, publish, read_at, read_vec, write_at, write_ok, InStep,
     UserPages,
 };
-use super::password_of;
-use crate::cluster_test::Node;
+use super::{password_of, Node};
 use crate::errno::{errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;

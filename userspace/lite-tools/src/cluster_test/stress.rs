@@ -8,9 +8,8 @@
 use std::io::{BufReader, Write};
 use std::time::{Duration, Instant};
 
-use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
+use super::io::{barrier, handle_of, read_vec, unless, write_ok, InStep};
 use super::processes::{collect, finish, report_point, spawn};
-use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;

@@ -21,17 +21,15 @@ use lite::Priority;
 
 use super::io::{
     barrier, check_each, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
-    outcome_of, read_debugfs_as, read_vec, stats, write_debugfs_line, write_ok, InStep, UserPages,
-    BARRIER_LIMIT, NO_DEBUGFS,
+    outcome_of, read_debugfs_as, read_vec, stats, status, unless, write_debugfs_line, write_ok,
+    InStep, UserPages, BARRIER_LIMIT, NO_DEBUGFS,
 };
 use super::processes::{
     child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go,
     WHY_SKIPPED,
 };
 use super::rpc::Blocker;
-use super::{password_of, unjoined, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
-use crate::cluster_test::io::{status, unless};
-use crate::cluster_test::Node;
+use super::{password_of, unjoined, Check, Node, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
@@ -134,13 +132,11 @@ pub(super) fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<
     .map(|()| lock)
 }
 
-/// The raw result of `lite_lock`.
 fn lock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     // SAFETY: `lock` is readable for the call.
     unsafe { kernel.lock(lock) }
 }
 
-/// The raw result of `lite_unlock`.
 fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     // SAFETY: `lock` is readable for the call.
     unsafe { kernel.unlock(lock) }

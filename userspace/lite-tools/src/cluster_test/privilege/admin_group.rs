@@ -43,7 +43,6 @@ const GID_BASE: u32 = 4300;
 struct GroupProbe {
     /// The manager, which it tries to join.
     cm: Ipv4Addr,
-    /// Its group.
     gid: u32,
     /// Whether LITE's privilege check must let it pass, as a member of
     /// the administrators' group (or refuse it with `EPERM`).
@@ -214,7 +213,6 @@ mod tests {
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
-    /// Node 2 of 3, joined.
     fn member(defects: Defects) -> FakeKernel {
         crate::cluster_test::tests::joined(2, 3, defects)
     }

@@ -49,11 +49,8 @@ fn dying_rounds(nodes: u32) -> [DyingRound; 2] {
 /// What one caller of the dying server saw.
 #[derive(Clone, Copy, Debug)]
 struct DyingCall {
-    /// The raw result.
     ret: c_long,
-    /// How long the call took.
     took: Duration,
-    /// When it returned.
     returned: Instant,
 }
 

@@ -139,7 +139,6 @@ fn private_call<K: Kernel, W: Write>(
     })
 }
 
-/// Registers this process's private port.
 fn register_private<K: Kernel>(kernel: &K) -> Result<(), String> {
     let name = "lite-test-private";
     expect_zero(register(kernel, PRIVATE_PORT, PRIVATE_MAX, name))
