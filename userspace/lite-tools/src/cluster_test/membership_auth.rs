@@ -163,8 +163,7 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
 
 /// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
-    let (ip, port) = (manager.ip().to_string(), manager.port().to_string());
-    let points = points_of(spawn(&[KIND.into(), case.name.into(), ip, port])?)?;
+    let points = points_of(spawn(KIND, &[&case.name, &manager.ip(), &manager.port()])?)?;
     match <[_; 1]>::try_from(points) {
         Ok([(_, outcome)]) => outcome,
         Err(points) => Err(format!(

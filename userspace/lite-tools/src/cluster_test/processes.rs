@@ -62,11 +62,6 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     concurrent(kernel, tap, at, real)
 }
 
-pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
-    let spawned = child_command(args)?.spawn();
-    spawned.map_err(|e| format!("spawning a child: {e}"))
-}
-
 /// The command `lite-cluster-test __child ARGS..`, with its stdin and
 /// stdout piped.
 pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
@@ -78,11 +73,12 @@ pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
     Ok(command)
 }
 
-/// [`spawn`]s a child of `kind` with `args`, as they print.
-pub(super) fn spawn_kind(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
+/// Starts a child of `kind` with `args`, as they print.
+pub(super) fn spawn(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
     let mut all = vec![kind.to_string()];
     all.extend(args.iter().map(|arg| arg.to_string()));
-    spawn(&all)
+    let spawned = child_command(&all)?.spawn();
+    spawned.map_err(|e| format!("spawning a child: {e}"))
 }
 
 /// In a child: says `ready`, then waits for its parent's word (a line on
@@ -272,7 +268,7 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
         let data = [0x3cu8; 64];
         lmr.write(0, &data, PRIORITY_NONE)?;
-        let points = points_of(spawn_kind("foreign-handle", &[&lmr.handle(), &password])?)?;
+        let points = points_of(spawn("foreign-handle", &[&lmr.handle(), &password])?)?;
         let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
         if back != data {
             return Err("the LMR changed through the other process's calls".into());
@@ -315,7 +311,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
             let leak_view = |s: &LiteStats| (own_counters(s), s.held_chunks);
             let before = before?;
             let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
-            let points = points_of(spawn_kind("leak", &args)?)?;
+            let points = points_of(spawn("leak", &args)?)?;
             first_failure(points).map_err(|e| format!("child: {e}"))?;
 
             // Cleanup happens at exit; wait for every node's child.
@@ -384,7 +380,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
     if real {
         for index in 0..CHILDREN_PER_NODE {
             let args: [&dyn Display; 6] = [&owner, &name, &pw, &me, &index, &nodes];
-            match spawn_kind("concurrent", &args) {
+            match spawn("concurrent", &args) {
                 Ok(mut child) => {
                     let out = child.stdout.take().map(BufReader::new);
                     children.push((child, out));

@@ -123,9 +123,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     let mut outcome = Ok(());
     let mut children = Vec::new();
     for index in 0..CHILDREN {
-        let numbers = [u64::from(me), u64::from(index), u64::from(nodes), password];
-        let [me, index, nodes, password] = numbers.map(|number| number.to_string());
-        match spawn(&[KIND.into(), me, index, nodes, password]) {
+        match spawn(KIND, &[&me, &index, &nodes, &password]) {
             Ok(mut child) => {
                 let out = child.stdout.take().map(BufReader::new);
                 children.push((child, out));

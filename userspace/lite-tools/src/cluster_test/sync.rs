@@ -25,7 +25,7 @@ use super::io::{
     InStep, UserPages, BARRIER_LIMIT, NO_DEBUGFS,
 };
 use super::processes::{
-    child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go,
+    child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn, tell_go,
     WHY_SKIPPED,
 };
 use super::rpc::Blocker;
@@ -321,7 +321,7 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let description = format!("node {me}: {THREADS} threads x {ITERATIONS}{by_child} locked read+write increments of node {OWNER}'s counter succeed");
     let outcome = mapped.clone().and_then(|(handle, lock_)| {
         let args: [&dyn Display; 4] = [&name, &pw, &lock_.number, &ITERATIONS];
-        let child = real.then(|| spawn_kind("sync-counter", &args));
+        let child = real.then(|| spawn("sync-counter", &args));
         let threads = on_threads(|| locked_increments(kernel, handle, pw, &lock_, ITERATIONS));
         let child = child.map_or(Ok(()), |child| {
             child
@@ -706,7 +706,7 @@ fn exiting_holder<K: Kernel, W: Write>(
     let skipped = (!kernel.spawns_processes()).then_some(WHY_SKIPPED);
     tap.check_or_skip(&description, skipped, || {
         let lock_ = local.ok_or("no lock")?;
-        let mut child = spawn_kind("sync-hold", &[&lock_.home, &lock_.number])?;
+        let mut child = spawn("sync-hold", &[&lock_.home, &lock_.number])?;
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut points = collect(&mut out, true);
         if points.iter().any(|(_, result)| result.is_err()) || points.is_empty() {

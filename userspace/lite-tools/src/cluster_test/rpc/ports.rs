@@ -277,8 +277,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         expect_len(ret, 4).map_err(|e| format!("receive: {e}"))?;
         let queued = expect_zero(send(kernel, me, PRIVATE_PORT, FOREIGN_NOTE, false))
             .map_err(|e| format!("send: {e}"));
-        let (port, descriptor_arg) = (PRIVATE_PORT.to_string(), descriptor.to_string());
-        let child = queued.and_then(|()| spawn(&["rpc-foreign".into(), port, descriptor_arg]));
+        let child = queued.and_then(|()| spawn("rpc-foreign", &[&PRIVATE_PORT, &descriptor]));
         let points = child.and_then(points_of);
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
@@ -296,7 +295,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 const FOREIGN_NOTE: &[u8] = b"for any process";
 
 fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    let mut child = spawn(&["rpc-exit".into(), EXIT_PORT.to_string()])?;
+    let mut child = spawn("rpc-exit", &[&EXIT_PORT])?;
     let out = child.stdout.take().ok_or("no stdout")?;
     let mut out = BufReader::new(out);
     let mut points = collect(&mut out, true);
