@@ -122,7 +122,7 @@ mod tests {
         not ok 1 lite_cluster\n";
 
     #[test]
-    fn parses_passes_failures_and_skips_and_the_failed_checks() {
+    fn parses_passes_failures_and_skips_and_passes_only_passed_cases() {
         let case = |name: &str, result| (name.to_string(), result);
         let failed = Err(format!("failed: {}", diagnostics(RESULTS)));
         let skipped = Err("skipped: needs a joined cluster of 2+ nodes".to_string());
@@ -138,10 +138,7 @@ mod tests {
         assert_eq!(case_results(RESULTS), expected);
         let text = diagnostics(RESULTS);
         assert_contains(&text, "cluster.rs:120: back[..] == data[..]");
-    }
-
-    #[test]
-    fn only_passed_cases_pass() {
+        // Only passed cases pass.
         let (_, summary) = capture(|tap| report(tap, RESULTS));
         assert_eq!((summary.passed, summary.failed), (4, 2));
         let all_ok = RESULTS

@@ -299,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn slots_of_every_node_and_parity_are_distinct_and_inside_the_board() {
+    fn slots_are_distinct_and_inside_the_board_and_labels_read_back_cut() {
         let nodes = 4;
         let mut offsets: Vec<u64> = (1..=nodes)
             .flat_map(|node| [1, 2].map(|round| slot_offset(node, round)))
@@ -310,10 +310,6 @@ mod tests {
         let on_the_board = |&o: &u64| o + SLOT as u64 <= board_size(nodes);
         assert!(offsets.iter().all(on_the_board));
         assert_eq!(slot_offset(2, 3), slot_offset(2, 5));
-    }
-
-    #[test]
-    fn a_label_reads_back_as_written_and_long_names_are_cut() {
         let label = Label::new(7, "dist_barrier(3) after the concurrent RPCs");
         assert_eq!(Label::from_slot(&label.0), label);
         let described = "round 7 (dist_barrier(3) after the concurrent RPCs)";
