@@ -1,9 +1,8 @@
 //! `lite-cluster-test`: the LITE cluster test.
 //!
 //! Every node of the cluster runs it at the same time (see
-//! [`lite_tools::cluster_test`] for what it checks). The output is TAP
-//! version 13 followed by one line `P passed, F failed`; the exit status
-//! is 0 exactly when F is 0.
+//! [`lite_tools::cluster_test`] for what it checks, and the output
+//! contracts in `userspace/README.md` for what it prints).
 //!
 //! With `--resources-baseline FILE` it saves LITE's resource counters to
 //! FILE once every node joined, before it makes any LMR, for

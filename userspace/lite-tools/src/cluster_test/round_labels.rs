@@ -1,17 +1,9 @@
-//! Labelled barrier rounds: every node checks that the others entered the
-//! same round it did.
-//!
-//! `lite_dist_barrier` rounds are anonymous. Were the nodes out of step (a
-//! node that rejoined taking a round the others are still in, say), a
-//! barrier would pair different points of the test on different nodes and
-//! the run would go on, wrong in ways hard to trace. So once every node is
-//! in, node [`BOARD_HOME`] publishes a board with two slots per node. Before
-//! each barrier a node writes the round's number and name into its slot
-//! of the round's parity; after the barrier it reads the whole board, and
-//! every node's slot of that parity must hold the same. Alternating slots
-//! suffice: a node past round `k` may write its slot of round `k + 1`, but
-//! cannot pass round `k + 1`, hence cannot overwrite its slot of round `k`,
-//! before every node has read it.
+//! Labelled barrier rounds, as the README's test section describes them: node
+//! [`BOARD_HOME`] publishes a board with a slot per node and parity of the
+//! round, which every node writes before each barrier and reads after it.
+//! Alternating slots suffice: a node past round `k` may write its slot of
+//! round `k + 1`, but cannot pass round `k + 1`, hence cannot overwrite its
+//! slot of round `k`, before every node has read it.
 //!
 //! The board belongs to the thread that runs the node's test (one thread
 //! per node when the fake cluster runs the test on a host), so that every
