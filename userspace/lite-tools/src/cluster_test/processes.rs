@@ -252,15 +252,6 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
     }
 }
 
-/// Ends this process with `SIGALRM` once it ran for [`CHILD_TIME_LIMIT`];
-/// for a child, as it starts.
-fn limit_child_time() {
-    let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);
-    // SAFETY: alarm only arms this process's timer; SIGALRM keeps its
-    // default action, which ends the process.
-    unsafe { libc::alarm(seconds) };
-}
-
 fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
@@ -421,7 +412,10 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
 /// exit status. The child ends after [`CHILD_TIME_LIMIT`] at the latest.
 pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if kernel.spawns_processes() {
-        limit_child_time();
+        let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);
+        // SAFETY: alarm only arms this process's timer; SIGALRM keeps its
+        // default action, which ends the process.
+        unsafe { libc::alarm(seconds) };
     }
     // The cases with children of their own kinds, each `None` for others.
     let cases = [

@@ -933,19 +933,14 @@ mod tests {
         read_quotas(kernel).expect("readable")
     }
 
-    /// Gives user `uid` limits of `ALLOWANCES`.
-    fn limit_user(kernel: &FakeKernel, uid: u32) {
-        let limits = limits_over(&Usage::default());
-        write_quotas(kernel, &Command::user_limits(uid, &limits)).expect("limits set");
-    }
-
     /// Node 1 of `nodes`, its quota user limited to [`ALLOWANCES`], the
     /// user's process once its calls are done, and what they reported and
     /// hold.
     fn limited_user(nodes: u32, defects: Defects) -> (FakeKernel, FakeKernel, ChildPoints, Held) {
         let kernel = joined(1, nodes, defects);
         let plan = plan(nodes);
-        limit_user(&kernel, plan.uid);
+        let limits = limits_over(&Usage::default());
+        write_quotas(&kernel, &Command::user_limits(plan.uid, &limits)).expect("limits set");
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
         let (points, held) = user_calls(&process, plan);
         (kernel, process, points, held)

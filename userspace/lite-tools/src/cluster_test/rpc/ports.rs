@@ -139,11 +139,6 @@ fn private_call<K: Kernel, W: Write>(
     })
 }
 
-fn register_private<K: Kernel>(kernel: &K) -> Result<(), String> {
-    let name = "lite-test-private";
-    expect_zero(register(kernel, PRIVATE_PORT, PRIVATE_MAX, name))
-}
-
 /// Descriptor and receive errors on a port only this node uses.
 pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let private = (PRIVATE_PORT, PRIVATE_MAX);
@@ -265,7 +260,13 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
 /// Runs a child `foreign` case against a descriptor and a queued one-way
 /// message of this process's private port.
 fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    register_private(kernel).map_err(|e| format!("register_application: {e}"))?;
+    expect_zero(register(
+        kernel,
+        PRIVATE_PORT,
+        PRIVATE_MAX,
+        "lite-test-private",
+    ))
+    .map_err(|e| format!("register_application: {e}"))?;
     let outcome = std::thread::scope(|scope| -> Result<(), String> {
         let calling = scope.spawn(|| {
             let mut answer = [0u8; 16];

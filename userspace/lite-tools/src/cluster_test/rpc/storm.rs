@@ -80,12 +80,6 @@ fn storm_in_time(took: Duration) -> Result<(), String> {
     unless(took <= STORM_CALL_LIMIT, over)
 }
 
-/// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`.
-fn storm_not_late(begun: Instant, what: &str) -> Result<(), String> {
-    let late = || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
-    unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)
-}
-
 /// A storm thread once `start` lets it go: a multicasting one (the first
 /// [`STORM_MULTICASTERS`]) sends each request to every node, this one
 /// included, a calling one to every node in turn; the first failure.
@@ -112,7 +106,9 @@ fn storm_sender<K: Kernel>(
         } else {
             format!("node {me} calling thread {thread} request {seq} ({len} B) to node {target}")
         };
-        storm_not_late(begun, &what)?;
+        let late =
+            || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
+        unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)?;
         let expected = transform(&request);
         for slot in replies.chunks_mut(STORM_MAX) {
             poison_reply(slot, &expected);
