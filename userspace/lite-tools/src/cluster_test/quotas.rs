@@ -32,7 +32,7 @@ use super::privilege::{report, report_as_user, spawn_as};
 use super::processes::{
     child_args, collect_with, finish, ready_then_wait, run_child, tell_go, ChildPoints,
 };
-use super::{expect_no_alloc, target_name, Node};
+use super::{freed, target_name, Node};
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
     DEFAULT_LIMITS, QUOTAS_FILE,
@@ -888,7 +888,7 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     tap.check(&point, status(&held));
     let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
     let point = format!("node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})", kib(SERVING_LIMIT));
-    tap.check(&point, expect_no_alloc(kernel, beyond, libc::EDQUOT));
+    tap.check(&point, expect_errno(freed(kernel, beyond), libc::EDQUOT));
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
