@@ -9,11 +9,12 @@
 //! node that left or rebooted and joined again has its old id back, so a
 //! cluster that lost and regained members still has ids 1..=N).
 //!
-//! Every wait for another node is bounded ([`crate::deadline`]), and a
-//! barrier that fails ends the run: its test point says `barrier failed:`
-//! and why, a bail-out follows, and nothing after it runs, since the
-//! rounds after a failed barrier would pair different cases on different
-//! nodes.
+//! Every barrier is entered unconditionally, in the same order on every node,
+//! whatever failed before it. Every wait for another node is bounded
+//! ([`crate::deadline`]), and a barrier that fails ends the run: its test
+//! point says `barrier failed:` and why, a bail-out follows, and nothing after
+//! it runs, since the rounds after a failed barrier would pair different cases
+//! on different nodes.
 //!
 //! The test talks to LITE through [`Kernel`], so that it can be checked
 //! against an in-memory model on hosts without LITE.
@@ -27,8 +28,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::{check_errno, check_errnos, InStep};
-use crate::cluster_test::io::{status, unless};
+use self::io::{check_errno, check_errnos, status, unless, InStep};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -98,7 +98,6 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// Node `me` of `nodes`, with the password [`password_of`] gives it.
     pub(crate) fn new(me: u32, nodes: u32) -> Node {
         Node {
             me,
@@ -122,15 +121,11 @@ fn refused<'a>(
     (description, Box::new(move || expect_errno(call(), errno)))
 }
 
-/// Runs the whole cluster test, reporting each test point to `tap`.
-pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
-    run_with_joined_hook(kernel, tap, config, |_, _| {});
-}
-
-/// Like [`run`]; `all_joined` runs once every node has joined, before this
-/// node makes any LMR of the test (to note LITE's resources as they are
-/// with every peer connected and no test memory).
-pub fn run_with_joined_hook<K: Kernel, W: Write>(
+/// Runs the whole cluster test, reporting each test point to `tap`;
+/// `all_joined` runs once every node has joined, before this node makes
+/// any LMR of the test (to note LITE's resources as they are with every
+/// peer connected and no test memory).
+pub fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     config: &TestConfig,
@@ -159,7 +154,14 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
     if io::barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")).is_err() {
         return;
     }
-    check_membership(kernel, tap, me, nodes);
+    tap.check(
+        &format!("get_node_id returns {me}"),
+        expect_value(kernel.get_node_id(), me.into()),
+    );
+    tap.check(
+        &format!("get_total_node returns {nodes}"),
+        expect_value(kernel.get_total_node(), nodes.into()),
+    );
     all_joined(kernel, tap);
     let _ = run_cases(kernel, tap, config, me);
 }
@@ -254,8 +256,8 @@ fn join_with_pointer<K: Kernel>(kernel: &K, address: *const c_char) -> c_long {
     unsafe { kernel.join(address, CM_DEFAULT_PORT.into(), IB_PORT) }
 }
 
+/// `lite_join` with `text` as the address; the texts used hold no NUL.
 fn join_with_text<K: Kernel>(kernel: &K, text: &str) -> c_long {
-    // The texts used hold no NUL; an empty string would fail visibly.
     let text = CString::new(text).unwrap_or_default();
     join_with_pointer(kernel, text.as_ptr())
 }
@@ -273,12 +275,9 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     let mut cases: Vec<Check<'_>> = vec![
         unjoined("get_node_id", || kernel.get_node_id()),
         unjoined("get_total_node", || kernel.get_total_node()),
-        (
-            "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
-            Box::new(|| {
-                expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
-            }),
-        ),
+        unjoined("alloc_remote(node 1, 4096 B)", || {
+            freed(kernel, kernel.alloc_remote(1, 4096, 0, 1))
+        }),
         // SAFETY: `buf` is readable for 16 bytes.
         unjoined("rdma_write(handle 1, 16 B)", || unsafe {
             kernel.rdma_write(1, from, 16, 0, none, 1)
@@ -368,25 +367,13 @@ fn join<K: Kernel, W: Write>(
     Some(me)
 }
 
-/// Once every node joined: this node's id and the cluster's size.
-fn check_membership<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
-    tap.check(
-        &format!("get_node_id returns {me}"),
-        expect_value(kernel.get_node_id(), me.into()),
-    );
-    tap.check(
-        &format!("get_total_node returns {nodes}"),
-        expect_value(kernel.get_total_node(), nodes.into()),
-    );
-}
-
-/// Like [`expect_errno`] for an allocation, freeing whatever was wrongly
-/// allocated so that one failure does not leak into later cases.
-fn expect_no_alloc<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(), String> {
+/// `ret`, the result of an allocation that must fail, after freeing what
+/// it allocated anyway, so that one failure does not leak into later cases.
+fn freed<K: Kernel>(kernel: &K, ret: c_long) -> c_long {
     if ret > 0 {
         kernel.free(ret.unsigned_abs());
     }
-    expect_errno(ret, errno)
+    ret
 }
 
 /// Human name of an allocation target, relative to this node.
@@ -674,9 +661,8 @@ fn bad_transfers<K: Kernel, W: Write>(
 fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
     let (nodes, password) = (at.nodes, at.password);
     let mut invalid = |what: &str, node, size, flags| {
-        let ret = kernel.alloc_remote(node, size, flags, password);
-        let point = format!("alloc_remote {what} returns -EINVAL");
-        tap.check(&point, expect_no_alloc(kernel, ret, libc::EINVAL));
+        let ret = freed(kernel, kernel.alloc_remote(node, size, flags, password));
+        check_errno(tap, &format!("alloc_remote {what}"), ret, libc::EINVAL);
     };
     invalid(&format!("of 0 B on node {target}"), target, 0, 0);
     let what = format!("of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target}");
@@ -692,11 +678,8 @@ fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, 
     let description =
         format!("alloc_remote on node {absent} (not in the cluster) returns -EHOSTUNREACH");
     if nodes < absent {
-        let ret = kernel.alloc_remote(absent, PROBE_SIZE, 0, password);
-        tap.check(
-            &description,
-            expect_no_alloc(kernel, ret, libc::EHOSTUNREACH),
-        );
+        let ret = freed(kernel, kernel.alloc_remote(absent, PROBE_SIZE, 0, password));
+        tap.check(&description, expect_errno(ret, libc::EHOSTUNREACH));
     } else {
         tap.skip(&description, "the cluster is large enough to include it");
     }
@@ -752,7 +735,7 @@ pub(crate) mod tests {
     }
 
     fn run_against(kernel: &FakeKernel, nodes: u32) -> (String, TapSummary) {
-        crate::tap::capture(|tap| run(kernel, tap, &config(nodes)))
+        crate::tap::capture(|tap| run(kernel, tap, &config(nodes), |_, _| {}))
     }
 
     /// Runs the test on every node of a cluster at once, one thread per
@@ -872,7 +855,7 @@ pub(crate) mod tests {
         let kernel = FakeKernel::new(1, 1, Defects::default());
         let mut seen = Vec::new();
         let (output, _) = crate::tap::capture(|tap| {
-            run_with_joined_hook(&kernel, tap, &config(1), |kernel, tap| {
+            run(&kernel, tap, &config(1), |kernel, tap| {
                 seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
             })
         });

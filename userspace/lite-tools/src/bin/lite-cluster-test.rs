@@ -1,9 +1,8 @@
 //! `lite-cluster-test`: the LITE cluster test.
 //!
 //! Every node of the cluster runs it at the same time (see
-//! [`lite_tools::cluster_test`] for what it checks). The output is TAP
-//! version 13 followed by one line `P passed, F failed`; the exit status
-//! is 0 exactly when F is 0.
+//! [`lite_tools::cluster_test`] for what it checks, and the output
+//! contracts in `userspace/README.md` for what it prints).
 //!
 //! With `--resources-baseline FILE` it saves LITE's resource counters to
 //! FILE once every node joined, before it makes any LMR, for
@@ -14,7 +13,7 @@ use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
-use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
+use lite_tools::cluster_test::{child_main, run, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
 use lite_tools::resources::{save_baseline, RESOURCES_FILE};
@@ -58,7 +57,7 @@ fn main() -> ExitCode {
         config.cm, config.nodes
     );
     report_to_stdout(&header, |tap| {
-        run_with_joined_hook(&Syscalls, tap, &config, |kernel, tap| {
+        run(&Syscalls, tap, &config, |kernel, tap| {
             if let Some(path) = &baseline {
                 save_baseline(tap, kernel.read_debugfs(RESOURCES_FILE), path);
             }

@@ -1,10 +1,11 @@
-//! The paper's applications (`userspace/apps`), run on every node at once at
-//! a small size: LITE-Log with concurrent appenders on every node and a
-//! writer killed mid-append, LITE-MapReduce's two jobs and LITE-Graph's
-//! two algorithms, each over LITE, over TCP (their baselines) and alone on
-//! the node, and LITE-Graph's also over LITE-DSM (LITE-Graph-DSM). Every run checks its result against a single-process
-//! reference and exits with 1 if it differs; the rank that gathers the
-//! result prints it as a `LITE-APP ... checked=yes` line.
+//! The paper's applications (`userspace/apps`), run on every node at once at a
+//! small size: LITE-Log with concurrent appenders on every node and a writer
+//! killed mid-append, LITE-MapReduce's two jobs and LITE-Graph's two
+//! algorithms, each over LITE, over TCP (their baselines) and alone on the
+//! node, and LITE-Graph's also over LITE-DSM (LITE-Graph-DSM). Every run
+//! checks its result against a single-process reference and exits with 1 if it
+//! differs; the rank that gathers the result prints it as a `LITE-APP ...
+//! checked=yes` line.
 
 use std::io::Write;
 use std::net::Ipv4Addr;
@@ -22,59 +23,45 @@ const PROGRAM_DIR: &str = "/bin";
 /// that no run waits for the last one's sockets to close.
 const FIRST_TCP_PORT: u16 = 18710;
 
-/// One application run: program, what it does, its own options
-/// (separated by spaces), and whether it also runs over LITE-DSM.
-struct AppRun {
-    program: &'static str,
-    what: &'static str,
-    args: &'static str,
-    over_dsm: bool,
-}
+/// Every run, each over LITE, TCP and alone, LITE-Graph's also over
+/// LITE-DSM; small enough for TCG guests: (program, what it does, its own
+/// options separated by spaces).
+const RUNS: [(&str, &str, &str); 5] = [
+    (
+        "lite-log",
+        "LITE-Log, concurrent appends from every node and a writer killed mid-append",
+        "--records 150 --threads 2 --kill-test 1",
+    ),
+    (
+        "lite-mapreduce",
+        "LITE-MapReduce word count",
+        "--job wordcount --size 1M --threads 2",
+    ),
+    (
+        "lite-mapreduce",
+        "LITE-MapReduce inverted index",
+        "--job invindex --size 512K --threads 2",
+    ),
+    (
+        "lite-graph",
+        "LITE-Graph PageRank",
+        "--algo pagerank --scale 12 --edge-factor 8",
+    ),
+    (
+        "lite-graph",
+        "LITE-Graph connected components",
+        "--algo components --scale 12 --edge-factor 8",
+    ),
+];
 
-impl AppRun {
-    /// The versions it runs as, in order, as TAP names them.
-    fn transports(&self) -> &'static [&'static str] {
-        if self.over_dsm {
-            &["LITE", "TCP", "alone", "DSM"]
-        } else {
-            &["LITE", "TCP", "alone"]
-        }
+/// The versions `program` runs as, in order, as TAP names them.
+fn transports(program: &str) -> &'static [&'static str] {
+    if program == "lite-graph" {
+        &["LITE", "TCP", "alone", "DSM"]
+    } else {
+        &["LITE", "TCP", "alone"]
     }
 }
-
-/// Every run, each over LITE, TCP and alone; small enough for TCG guests.
-const RUNS: [AppRun; 5] = [
-    AppRun {
-        program: "lite-log",
-        what: "LITE-Log, concurrent appends from every node and a writer killed mid-append",
-        args: "--records 150 --threads 2 --kill-test 1",
-        over_dsm: false,
-    },
-    AppRun {
-        program: "lite-mapreduce",
-        what: "LITE-MapReduce word count",
-        args: "--job wordcount --size 1M --threads 2",
-        over_dsm: false,
-    },
-    AppRun {
-        program: "lite-mapreduce",
-        what: "LITE-MapReduce inverted index",
-        args: "--job invindex --size 512K --threads 2",
-        over_dsm: false,
-    },
-    AppRun {
-        program: "lite-graph",
-        what: "LITE-Graph PageRank",
-        args: "--algo pagerank --scale 12 --edge-factor 8",
-        over_dsm: true,
-    },
-    AppRun {
-        program: "lite-graph",
-        what: "LITE-Graph connected components",
-        args: "--algo components --scale 12 --edge-factor 8",
-        over_dsm: true,
-    },
-];
 
 /// This guest's address (the harness gives node `i` 10.77.0.i, on the
 /// kernel command line as `lite.ip=ADDR/LEN`).
@@ -129,26 +116,23 @@ pub(super) fn run<K: Kernel, W: Write>(
     nodes: u32,
 ) -> InStep {
     if !kernel.spawns_processes() {
-        for app in &RUNS {
-            for transport in app.transports() {
-                tap.skip(
-                    &format!("node {me}: {} ({transport})", app.what),
-                    WHY_SKIPPED,
-                );
+        for (program, what, _) in RUNS {
+            for transport in transports(program) {
+                tap.skip(&format!("node {me}: {what} ({transport})"), WHY_SKIPPED);
             }
         }
         return Ok(());
     }
     let layout = own_address().and_then(|own| tcp_layout(own, nodes));
-    for (port, app) in (FIRST_TCP_PORT..).zip(RUNS.iter()) {
-        barrier(kernel, tap, nodes, app.what)?;
+    for (port, (program, what, own_args)) in (FIRST_TCP_PORT..).zip(RUNS) {
+        barrier(kernel, tap, nodes, what)?;
         // The options of a transport, then the application's own.
         let run = |transport: String| {
-            let args = format!("{transport} {}", app.args);
+            let args = format!("{transport} {own_args}");
             let args: Vec<String> = args.split_whitespace().map(String::from).collect();
-            run_and_judge(app.program, &args)
+            run_and_judge(program, &args)
         };
-        for &transport in app.transports() {
+        for &transport in transports(program) {
             let options = match transport {
                 "LITE" => Ok(format!("--transport lite --cm {cm} --nodes {nodes}")),
                 "TCP" => layout.clone().map(|(hosts, rank)| {
@@ -157,10 +141,7 @@ pub(super) fn run<K: Kernel, W: Write>(
                 "alone" => Ok("--transport local".into()),
                 _ => Ok(format!("--transport dsm --cm {cm} --nodes {nodes}")),
             };
-            let point = format!(
-                "node {me}: {} ({transport}) matches the reference",
-                app.what
-            );
+            let point = format!("node {me}: {what} ({transport}) matches the reference");
             tap.check(&point, options.and_then(run));
         }
     }

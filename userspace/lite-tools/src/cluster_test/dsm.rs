@@ -468,16 +468,12 @@ fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64
         (past_end, REGION_PAGES + 1, libc::MAP_SHARED),
     ];
     for (what, pages, flags) in mappings {
-        let errno = map_errno(&region, pages * PAGE, flags);
+        // 0 if it maps.
+        let errno = match region.map_with(pages * PAGE, flags) {
+            Ok(_) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+        };
         let description = format!("node {me}: mmap of {what} fails with EINVAL");
         tap.check(&description, expect_errno(-c_long::from(errno), EINVAL));
-    }
-}
-
-/// The errno of mapping `len` bytes of `region` with `flags`, 0 if it maps.
-fn map_errno(region: &Region, len: usize, flags: i32) -> i32 {
-    match region.map_with(len, flags) {
-        Ok(_) => 0,
-        Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
     }
 }

@@ -36,7 +36,6 @@ pub type InStep = Result<(), OutOfStep>;
 /// Why a case on a debugfs file cannot run on a kernel without debugfs.
 pub const NO_DEBUGFS: &str = "this kernel has no debugfs";
 
-/// Reads debugfs file `file` and parses it with `parse`.
 pub fn read_debugfs_as<K: Kernel, T, E: Display>(
     kernel: &K,
     file: &str,
@@ -80,14 +79,12 @@ pub fn refused_debugfs_line<K: Kernel>(
     }
 }
 
-/// Writes `data` at `offset` of `handle`; the raw result.
 pub fn write_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, data: &[u8], pw: u64) -> c_long {
     let (from, len) = (data.as_ptr().cast(), data.len() as u64);
     // SAFETY: `data` is readable for its whole length during the call.
     unsafe { kernel.rdma_write(handle, from, len, offset, PRIORITY_NONE, pw) }
 }
 
-/// Reads into `buf` from `offset` of `handle`; the raw result.
 pub fn read_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, buf: &mut [u8], pw: u64) -> c_long {
     let (into, len) = (buf.as_mut_ptr().cast(), buf.len() as u64);
     // SAFETY: `buf` is exclusively borrowed for the call.
@@ -324,7 +321,6 @@ pub fn barrier<K: Kernel, W: Write>(
         .map_err(|reason| out_of_step(tap, &point, &reason))
 }
 
-/// A name published by `node`, of kind `kind`.
 pub fn name_of(kind: u16, node: u32) -> u64 {
     0x4c49_5445_0000_0000 | (u64::from(kind) << 16) | u64::from(node)
 }
@@ -334,7 +330,6 @@ pub fn publish<K: Kernel>(kernel: &K, name: u64, handle: u64, pw: u64) -> Result
     expect_zero(kernel.add_ask_mr_table(name, handle, PERM_READ | PERM_WRITE, pw))
 }
 
-/// This node's counters.
 pub fn stats<K: Kernel>(kernel: &K) -> Result<LiteStats, String> {
     let mut stats = LiteStats::default();
     // SAFETY: `stats` is writable for its whole size.
@@ -380,7 +375,6 @@ impl UserPages {
         Ok(UserPages { address, len })
     }
 
-    /// Address of byte `offset`.
     pub fn at(&self, offset: usize) -> *mut u8 {
         assert!(offset <= self.len);
         // SAFETY: within the mapping.
@@ -406,7 +400,6 @@ impl UserPages {
         unsafe { kernel.register_lmr(self.at(offset).cast(), len, perms, pw) }
     }
 
-    /// Copies `data` into the mapping at `offset`.
     pub fn store(&self, offset: usize, data: &[u8]) {
         assert!(offset + data.len() <= self.len);
         // SAFETY: within the mapping; nothing else holds a reference.

@@ -23,20 +23,10 @@ pub const CASES: [&str; 6] = [
     "kernel_messages",
 ];
 
-/// How a KUnit case ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseResult {
-    /// `ok N name`.
-    Passed,
-    /// `ok N name # SKIP reason`.
-    Skipped(String),
-    /// `not ok N name`.
-    Failed,
-}
-
 /// The outcome of every case line (`ok`/`not ok`, at any indentation) in
-/// KTAP `results`, by case name; the suite's own line is included too.
-pub fn case_results(results: &str) -> Vec<(String, CaseResult)> {
+/// KTAP `results`, by case name, the suite's own line too: passed, or why
+/// not (`skipped: REASON`, or `failed: ` and KUnit's diagnostics).
+fn case_results(results: &str) -> Vec<(String, Result<(), String>)> {
     let mut cases = Vec::new();
     for line in results.lines().map(str::trim_start) {
         let (failed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
@@ -57,11 +47,11 @@ pub fn case_results(results: &str) -> Vec<(String, CaseResult)> {
             None => (rest.trim(), None),
         };
         let result = match (failed, directive) {
-            (true, _) => CaseResult::Failed,
+            (true, _) => Err(format!("failed: {}", diagnostics(results))),
             (false, Some(d)) if d.starts_with("SKIP") => {
-                CaseResult::Skipped(d.trim_start_matches("SKIP").trim().to_string())
+                Err(format!("skipped: {}", d.trim_start_matches("SKIP").trim()))
             }
-            (false, _) => CaseResult::Passed,
+            (false, _) => Ok(()),
         };
         cases.push((name.to_string(), result));
     }
@@ -79,7 +69,6 @@ fn diagnostics(results: &str) -> String {
         .join("; ")
 }
 
-/// The test point of `case`.
 fn point(case: &str) -> String {
     format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes")
 }
@@ -106,9 +95,7 @@ fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
     let reported = case_results(results);
     for case in CASES {
         let outcome = match reported.iter().find(|(name, _)| name == case) {
-            Some((_, CaseResult::Passed)) => Ok(()),
-            Some((_, CaseResult::Skipped(why))) => Err(format!("skipped: {why}")),
-            Some((_, CaseResult::Failed)) => Err(format!("failed: {}", diagnostics(results))),
+            Some((_, outcome)) => outcome.clone(),
             None => Err(format!("not reported; results were: {results:?}")),
         };
         tap.check(&point(case), outcome);
@@ -135,25 +122,23 @@ mod tests {
         not ok 1 lite_cluster\n";
 
     #[test]
-    fn parses_passes_failures_and_skips_and_the_failed_checks() {
+    fn parses_passes_failures_and_skips_and_passes_only_passed_cases() {
         let case = |name: &str, result| (name.to_string(), result);
-        let skipped = CaseResult::Skipped("needs a joined cluster of 2+ nodes".to_string());
+        let failed = Err(format!("failed: {}", diagnostics(RESULTS)));
+        let skipped = Err("skipped: needs a joined cluster of 2+ nodes".to_string());
         let expected = vec![
-            case("kernel_remote_memory", CaseResult::Passed),
-            case("kernel_async", CaseResult::Failed),
+            case("kernel_remote_memory", Ok(())),
+            case("kernel_async", failed.clone()),
             case("kernel_registration", skipped),
-            case("kernel_sync", CaseResult::Passed),
-            case("kernel_rpc_async", CaseResult::Passed),
-            case("kernel_messages", CaseResult::Passed),
-            case("lite_cluster", CaseResult::Failed),
+            case("kernel_sync", Ok(())),
+            case("kernel_rpc_async", Ok(())),
+            case("kernel_messages", Ok(())),
+            case("lite_cluster", failed),
         ];
         assert_eq!(case_results(RESULTS), expected);
         let text = diagnostics(RESULTS);
         assert_contains(&text, "cluster.rs:120: back[..] == data[..]");
-    }
-
-    #[test]
-    fn only_passed_cases_pass() {
+        // Only passed cases pass.
         let (_, summary) = capture(|tap| report(tap, RESULTS));
         assert_eq!((summary.passed, summary.failed), (4, 2));
         let all_ok = RESULTS

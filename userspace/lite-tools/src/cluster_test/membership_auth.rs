@@ -163,8 +163,7 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
 
 /// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
-    let (ip, port) = (manager.ip().to_string(), manager.port().to_string());
-    let points = points_of(spawn(&[KIND.into(), case.name.into(), ip, port])?)?;
+    let points = points_of(spawn(KIND, &[&case.name, &manager.ip(), &manager.port()])?)?;
     match <[_; 1]>::try_from(points) {
         Ok([(_, outcome)]) => outcome,
         Err(points) => Err(format!(
@@ -291,22 +290,15 @@ mod tests {
     use crate::tap::assert_contains;
 
     #[test]
-    fn cases_survive_the_command_line() {
-        for case in Case::ALL {
-            assert_eq!(Case::from_name(case.name), Some(case));
-        }
-        assert_eq!(Case::from_name("right-secret"), None);
-    }
-
-    #[test]
-    fn descriptions_name_the_errno_and_hold_no_colon_space() {
+    fn cases_survive_the_command_line_and_name_their_errno_without_colon_space() {
         let manager: SocketAddr = "10.77.0.254:18500".parse().expect("address");
         for case in Case::ALL {
+            assert_eq!(Case::from_name(case.name), Some(case));
             let description = case.description(manager);
             assert!(!description.contains(": "), "{description}");
-            let errno = format!("-{} ", errno_name(case.errno));
-            assert_contains(&description, &errno);
+            assert_contains(&description, &format!("-{} ", errno_name(case.errno)));
         }
+        assert_eq!(Case::from_name("right-secret"), None);
     }
 
     #[test]

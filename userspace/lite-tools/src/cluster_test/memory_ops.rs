@@ -16,11 +16,9 @@ use lite::sys::{
 use super::io::{
     check_each, check_errno, check_errnos, check_free, check_zero, expect_async_read_errno,
     expect_async_write_errno, handle_of, name_of, own_counters, read_at, read_vec, stats,
-    unchanged, write_ok, UserPages,
+    unchanged, unless, write_ok, UserPages,
 };
-use super::{target_name, UNKNOWN_HANDLE};
-use crate::cluster_test::io::unless;
-use crate::cluster_test::Node;
+use super::{target_name, Node, UNKNOWN_HANDLE};
 use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -43,7 +41,6 @@ const WINDOW_START: u64 = CHUNK_SIZE - 256 * KIB;
 /// Length of the mirrored window: to the end of the LMR.
 const WINDOW_LEN: u64 = OPS_LMR_SIZE - WINDOW_START;
 
-/// Size of the large spread LMR.
 pub const LARGE_SPREAD_SIZE: u64 = 256 << 20;
 
 /// An LMR with a local copy of what its window should hold.
@@ -96,7 +93,6 @@ impl<'k, K: Kernel> Mirrored<'k, K> {
     }
 }
 
-/// Runs every case of this module.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);

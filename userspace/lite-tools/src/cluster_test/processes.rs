@@ -20,8 +20,7 @@ use super::io::{
     barrier, check_free, handle_of, name_of, own_counters, publish, read_vec, stats, write_ok,
     InStep, UserPages,
 };
-use super::password_of;
-use crate::cluster_test::Node;
+use super::{password_of, Node};
 use crate::deadline::show;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -63,11 +62,6 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     concurrent(kernel, tap, at, real)
 }
 
-pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
-    let spawned = child_command(args)?.spawn();
-    spawned.map_err(|e| format!("spawning a child: {e}"))
-}
-
 /// The command `lite-cluster-test __child ARGS..`, with its stdin and
 /// stdout piped.
 pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
@@ -79,11 +73,12 @@ pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
     Ok(command)
 }
 
-/// [`spawn`]s a child of `kind` with `args`, as they print.
-pub(super) fn spawn_kind(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
+/// Starts a child of `kind` with `args`, as they print.
+pub(super) fn spawn(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
     let mut all = vec![kind.to_string()];
     all.extend(args.iter().map(|arg| arg.to_string()));
-    spawn(&all)
+    let spawned = child_command(&all)?.spawn();
+    spawned.map_err(|e| format!("spawning a child: {e}"))
 }
 
 /// In a child: says `ready`, then waits for its parent's word (a line on
@@ -257,15 +252,6 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
     }
 }
 
-/// Ends this process with `SIGALRM` once it ran for [`CHILD_TIME_LIMIT`];
-/// for a child, as it starts.
-fn limit_child_time() {
-    let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);
-    // SAFETY: alarm only arms this process's timer; SIGALRM keeps its
-    // default action, which ends the process.
-    unsafe { libc::alarm(seconds) };
-}
-
 fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
@@ -273,7 +259,7 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
         let data = [0x3cu8; 64];
         lmr.write(0, &data, PRIORITY_NONE)?;
-        let points = points_of(spawn_kind("foreign-handle", &[&lmr.handle(), &password])?)?;
+        let points = points_of(spawn("foreign-handle", &[&lmr.handle(), &password])?)?;
         let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
         if back != data {
             return Err("the LMR changed through the other process's calls".into());
@@ -316,7 +302,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
             let leak_view = |s: &LiteStats| (own_counters(s), s.held_chunks);
             let before = before?;
             let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
-            let points = points_of(spawn_kind("leak", &args)?)?;
+            let points = points_of(spawn("leak", &args)?)?;
             first_failure(points).map_err(|e| format!("child: {e}"))?;
 
             // Cleanup happens at exit; wait for every node's child.
@@ -385,7 +371,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
     if real {
         for index in 0..CHILDREN_PER_NODE {
             let args: [&dyn Display; 6] = [&owner, &name, &pw, &me, &index, &nodes];
-            match spawn_kind("concurrent", &args) {
+            match spawn("concurrent", &args) {
                 Ok(mut child) => {
                     let out = child.stdout.take().map(BufReader::new);
                     children.push((child, out));
@@ -426,7 +412,10 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
 /// exit status. The child ends after [`CHILD_TIME_LIMIT`] at the latest.
 pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if kernel.spawns_processes() {
-        limit_child_time();
+        let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);
+        // SAFETY: alarm only arms this process's timer; SIGALRM keeps its
+        // default action, which ends the process.
+        unsafe { libc::alarm(seconds) };
     }
     // The cases with children of their own kinds, each `None` for others.
     let cases = [

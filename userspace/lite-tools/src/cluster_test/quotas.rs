@@ -25,16 +25,14 @@ use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{
-    barrier, check_free, name_of, read_debugfs_as, refused_debugfs_line, write_debugfs_line,
-    InStep, UserPages, NO_DEBUGFS,
+    barrier, check_free, name_of, read_debugfs_as, refused_debugfs_line, status, unless,
+    write_debugfs_line, InStep, UserPages, NO_DEBUGFS,
 };
 use super::privilege::{report, report_as_user, spawn_as};
 use super::processes::{
     child_args, collect_with, finish, ready_then_wait, run_child, tell_go, ChildPoints,
 };
-use super::{expect_no_alloc, target_name};
-use crate::cluster_test::io::{status, unless};
-use crate::cluster_test::Node;
+use super::{freed, target_name, Node};
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
     DEFAULT_LIMITS, QUOTAS_FILE,
@@ -97,16 +95,13 @@ const MALFORMED: [&str; 8] = [
     "usage uid 0 lmrs=0",
 ];
 
-/// What the quota user's process needs to know.
+/// What the quota user's process needs to know: its node, where its LMRs
+/// go, its user (also its group), and the password of its LMRs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct UserPlan {
-    /// This node.
     me: u32,
-    /// Where its LMRs go.
     target: u32,
-    /// Its user and group.
     uid: u32,
-    /// The password of its LMRs.
     password: u64,
 }
 
@@ -127,17 +122,14 @@ fn lmr_charge(memory: Resource, size: u64) -> Usage {
     Usage::default().with(memory, size).with(Resource::Lmrs, 1)
 }
 
-/// One of `resource`.
 fn one(resource: Resource) -> Usage {
     Usage::default().with(resource, 1)
 }
 
-/// Reads and parses this node's quotas file.
 pub(super) fn read_quotas<K: Kernel>(kernel: &K) -> Result<QuotasFile, String> {
     read_debugfs_as(kernel, QUOTAS_FILE, parse_quotas)
 }
 
-/// Writes `command` to this node's quotas file.
 fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> {
     write_debugfs_line(kernel, QUOTAS_FILE, command)
 }
@@ -896,7 +888,7 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     tap.check(&point, status(&held));
     let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
     let point = format!("node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})", kib(SERVING_LIMIT));
-    tap.check(&point, expect_no_alloc(kernel, beyond, libc::EDQUOT));
+    tap.check(&point, expect_errno(freed(kernel, beyond), libc::EDQUOT));
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
@@ -941,19 +933,14 @@ mod tests {
         read_quotas(kernel).expect("readable")
     }
 
-    /// Gives user `uid` limits of `ALLOWANCES`.
-    fn limit_user(kernel: &FakeKernel, uid: u32) {
-        let limits = limits_over(&Usage::default());
-        write_quotas(kernel, &Command::user_limits(uid, &limits)).expect("limits set");
-    }
-
     /// Node 1 of `nodes`, its quota user limited to [`ALLOWANCES`], the
     /// user's process once its calls are done, and what they reported and
     /// hold.
     fn limited_user(nodes: u32, defects: Defects) -> (FakeKernel, FakeKernel, ChildPoints, Held) {
         let kernel = joined(1, nodes, defects);
         let plan = plan(nodes);
-        limit_user(&kernel, plan.uid);
+        let limits = limits_over(&Usage::default());
+        write_quotas(&kernel, &Command::user_limits(plan.uid, &limits)).expect("limits set");
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
         let (points, held) = user_calls(&process, plan);
         (kernel, process, points, held)
@@ -1027,11 +1014,6 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_survives_the_command_line() {
-        plan(3).assert_round_trip(2, "root");
-    }
-
-    #[test]
     fn the_childs_report_carries_its_points_and_holdings() {
         let text = "ok runs as uid 4243\nfail gets -EDQUOT from x: expected -EDQUOT (-122), got 0\nholds remote_memory=1 pinned_memory=2 lmrs=3 names=4 rpc_ports=5 locks=6\nready\nok late\n";
         let mut out = text.as_bytes();
@@ -1049,20 +1031,11 @@ mod tests {
     }
 
     #[test]
-    fn other_kinds_of_child_are_left_to_the_other_cases() {
+    fn the_plan_survives_the_command_line_and_other_kinds_are_left_alone() {
+        plan(3).assert_round_trip(2, "root");
         let kernel = joined(1, 2, Defects::default());
         assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
         assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
-    }
-
-    #[test]
-    fn the_ring_runs_both_ways() {
-        for nodes in 2..6 {
-            for me in 1..=nodes {
-                assert_eq!(next_node(previous_node(me, nodes), nodes), me);
-            }
-        }
-        assert_eq!((previous_node(1, 3), previous_node(2, 2)), (3, 1));
     }
 
     #[test]

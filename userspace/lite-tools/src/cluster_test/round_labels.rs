@@ -1,17 +1,9 @@
-//! Labelled barrier rounds: every node checks that the others entered the
-//! same round it did.
-//!
-//! `lite_dist_barrier` rounds are anonymous. Were the nodes out of step (a
-//! node that rejoined taking a round the others are still in, say), a
-//! barrier would pair different points of the test on different nodes and
-//! the run would go on, wrong in ways hard to trace. So once every node is
-//! in, node [`BOARD_HOME`] publishes a board with two slots per node. Before
-//! each barrier a node writes the round's number and name into its slot
-//! of the round's parity; after the barrier it reads the whole board, and
-//! every node's slot of that parity must hold the same. Alternating slots
-//! suffice: a node past round `k` may write its slot of round `k + 1`, but
-//! cannot pass round `k + 1`, hence cannot overwrite its slot of round `k`,
-//! before every node has read it.
+//! Labelled barrier rounds, as the README's test section describes them: node
+//! [`BOARD_HOME`] publishes a board with a slot per node and parity of the
+//! round, which every node writes before each barrier and reads after it.
+//! Alternating slots suffice: a node past round `k` may write its slot of
+//! round `k + 1`, but cannot pass round `k + 1`, hence cannot overwrite its
+//! slot of round `k`, before every node has read it.
 //!
 //! The board belongs to the thread that runs the node's test (one thread
 //! per node when the fake cluster runs the test on a host), so that every
@@ -51,9 +43,7 @@ thread_local! {
 struct Board {
     /// Handle of the board: the LMR on [`BOARD_HOME`], or its mapping.
     handle: u64,
-    /// This node's id.
     me: u32,
-    /// Nodes taking part in every barrier.
     nodes: u32,
     /// Number of the last round this node entered.
     round: u64,
@@ -301,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn slots_of_every_node_and_parity_are_distinct_and_inside_the_board() {
+    fn slots_are_distinct_and_inside_the_board_and_labels_read_back_cut() {
         let nodes = 4;
         let mut offsets: Vec<u64> = (1..=nodes)
             .flat_map(|node| [1, 2].map(|round| slot_offset(node, round)))
@@ -312,10 +302,6 @@ mod tests {
         let on_the_board = |&o: &u64| o + SLOT as u64 <= board_size(nodes);
         assert!(offsets.iter().all(on_the_board));
         assert_eq!(slot_offset(2, 3), slot_offset(2, 5));
-    }
-
-    #[test]
-    fn a_label_reads_back_as_written_and_long_names_are_cut() {
         let label = Label::new(7, "dist_barrier(3) after the concurrent RPCs");
         assert_eq!(Label::from_slot(&label.0), label);
         let described = "round 7 (dist_barrier(3) after the concurrent RPCs)";

@@ -3,13 +3,10 @@
 //! `served_cases` for the cases, one submodule each); all of it
 //! concurrently from every node, threads and processes.
 //!
-//! Every node runs the same code relative to its own id; the barriers in
-//! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them, and a barrier that fails ends the run
-//! (closing the ports whose receivers would wait for ever). Every wait
-//! for another node is bounded: a call by the kernel's RPC timeout, room
-//! in a full ring, a ring filling up and the next message of a drain by
-//! [`PEER_WAIT_LIMIT`].
+//! A barrier that fails closes the ports whose receivers would wait for ever
+//! before the run ends. Every wait for another node is bounded: a call by the
+//! kernel's RPC timeout, room in a full ring, a ring filling up and the next
+//! message of a drain by [`PEER_WAIT_LIMIT`].
 
 use std::ffi::{c_char, c_void};
 use std::io::{BufReader, Write};
@@ -28,15 +25,13 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, check_zero, outcome_of, write_debugfs_line, InStep, OutOfStep,
+    barrier, check_errno, check_zero, outcome_of, unless, write_debugfs_line, InStep, OutOfStep,
 };
 use super::processes::{
     child_outcome, collect, finish, first_failure, keep_first_failure, points_of, ready_then_wait,
     report_point, spawn, WHY_SKIPPED,
 };
-use super::target_name;
-use crate::cluster_test::io::unless;
-use crate::cluster_test::Node;
+use super::{target_name, Node};
 use crate::deadline::{
     current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
 };
@@ -490,7 +485,6 @@ impl<'a> DrainEnd<'a> {
         Ok(false)
     }
 
-    /// A message arrived.
     fn message(&mut self) {
         self.empty_since = None;
         self.next_message.restart();

@@ -12,8 +12,7 @@ use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEN
 use super::rpc::{
     compare, expect_len, identified_request, poison_reply, transform, SERVICE_PORT, UNUSED_PORT,
 };
-use super::target_name;
-use crate::cluster_test::Node;
+use super::{target_name, Node};
 use crate::deadline::{retry_while_busy, Deadline};
 use crate::errno::{describe_result, expect_errno};
 use crate::kernel::Kernel;

@@ -1,9 +1,6 @@
 //! Sharing by name across nodes: wrap_alloc + ask_lmr, restricted
-//! permissions, unmapping, revocation and registered user memory.
-//!
-//! Every node runs every phase at the same time; the barriers in here are
-//! called unconditionally, in the same order on every node, whatever
-//! failed before them, and a barrier that fails ends the run.
+//! permissions, unmapping, revocation and registered user memory, every
+//! phase on every node at the same time.
 
 use std::ffi::c_void;
 use std::io::Write;
@@ -16,8 +13,7 @@ use super::io::{
     expect_async_write_errno, name_of, publish, read_at, read_vec, write_at, write_ok, InStep,
     UserPages,
 };
-use super::password_of;
-use crate::cluster_test::Node;
+use super::{password_of, Node};
 use crate::errno::{errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;

@@ -8,22 +8,18 @@
 use std::io::{BufReader, Write};
 use std::time::{Duration, Instant};
 
-use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
+use super::io::{barrier, handle_of, read_vec, unless, write_ok, InStep};
 use super::processes::{collect, finish, report_point, spawn};
-use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::tap::Tap;
 
-/// Child processes per node.
+/// Child processes per node, and the rounds of each: one LMR on every node
+/// per round, of each of [`SIZES`] in turn.
 pub const CHILDREN: u32 = 32;
-
-/// Rounds of each child: one LMR on every node per round.
 pub const ROUNDS: u32 = 10;
-
-/// Sizes the LMRs take in turn.
 const SIZES: [u64; 6] = [256, 512, 1024, 2048, 4096, 8192];
 
 /// Longest the whole run may take on a node, from starting its children to
@@ -33,11 +29,9 @@ pub const BOUND: Duration = Duration::from_secs(300);
 
 /// Child subcommand of one stressing process.
 const KIND: &str = "stress";
-
-/// The calls of a cycle, in order, as the children report their times.
+/// The calls of a cycle, in order, as the children report their times
+/// (after [`TIMES`]).
 const CALLS: [&str; 4] = ["alloc_remote", "rdma_write", "rdma_read", "free"];
-
-/// Prefix of a child's report of its times.
 const TIMES: &str = "times ";
 
 /// Total and longest time of each of [`CALLS`], in ms.
@@ -48,7 +42,6 @@ struct CallTimes {
 }
 
 impl CallTimes {
-    /// Adds `other`'s times.
     fn merge(&mut self, other: &CallTimes) {
         for i in 0..CALLS.len() {
             self.total_ms[i] += other.total_ms[i];
@@ -130,9 +123,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     let mut outcome = Ok(());
     let mut children = Vec::new();
     for index in 0..CHILDREN {
-        let numbers = [u64::from(me), u64::from(index), u64::from(nodes), password];
-        let [me, index, nodes, password] = numbers.map(|number| number.to_string());
-        match spawn(&[KIND.into(), me, index, nodes, password]) {
+        match spawn(KIND, &[&me, &index, &nodes, &password]) {
             Ok(mut child) => {
                 let out = child.stdout.take().map(BufReader::new);
                 children.push((child, out));

@@ -3,12 +3,8 @@
 //! fetch-add and compare-swap totals; a barrier reused many times; lock
 //! waiters served in the order they asked; locks released when their
 //! holder exits; default priorities; `/sys/kernel/debug/lite`; and misuse
-//! of every call.
-//!
-//! Every node runs the same code relative to its own id; the barriers in
-//! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them, and a barrier that fails ends the run.
-//! Every wait for a lock is bounded, and so are the compare-swap retries.
+//! of every call. Every wait for a lock is bounded, and so are the
+//! compare-swap retries.
 
 use std::fmt::Display;
 use std::io::{BufReader, Write};
@@ -25,17 +21,15 @@ use lite::Priority;
 
 use super::io::{
     barrier, check_each, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
-    outcome_of, read_debugfs_as, read_vec, stats, write_debugfs_line, write_ok, InStep, UserPages,
-    BARRIER_LIMIT, NO_DEBUGFS,
+    outcome_of, read_debugfs_as, read_vec, stats, status, unless, write_debugfs_line, write_ok,
+    InStep, UserPages, BARRIER_LIMIT, NO_DEBUGFS,
 };
 use super::processes::{
-    child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn_kind, tell_go,
+    child_outcome, collect, finish, points_of, ready_then_wait, report_point, spawn, tell_go,
     WHY_SKIPPED,
 };
 use super::rpc::Blocker;
-use super::{password_of, unjoined, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
-use crate::cluster_test::io::{status, unless};
-use crate::cluster_test::Node;
+use super::{password_of, unjoined, Check, Node, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
@@ -138,13 +132,11 @@ pub(super) fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<
     .map(|()| lock)
 }
 
-/// The raw result of `lite_lock`.
 fn lock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     // SAFETY: `lock` is readable for the call.
     unsafe { kernel.lock(lock) }
 }
 
-/// The raw result of `lite_unlock`.
 fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     // SAFETY: `lock` is readable for the call.
     unsafe { kernel.unlock(lock) }
@@ -329,7 +321,7 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let description = format!("node {me}: {THREADS} threads x {ITERATIONS}{by_child} locked read+write increments of node {OWNER}'s counter succeed");
     let outcome = mapped.clone().and_then(|(handle, lock_)| {
         let args: [&dyn Display; 4] = [&name, &pw, &lock_.number, &ITERATIONS];
-        let child = real.then(|| spawn_kind("sync-counter", &args));
+        let child = real.then(|| spawn("sync-counter", &args));
         let threads = on_threads(|| locked_increments(kernel, handle, pw, &lock_, ITERATIONS));
         let child = child.map_or(Ok(()), |child| {
             child
@@ -714,7 +706,7 @@ fn exiting_holder<K: Kernel, W: Write>(
     let skipped = (!kernel.spawns_processes()).then_some(WHY_SKIPPED);
     tap.check_or_skip(&description, skipped, || {
         let lock_ = local.ok_or("no lock")?;
-        let mut child = spawn_kind("sync-hold", &[&lock_.home, &lock_.number])?;
+        let mut child = spawn("sync-hold", &[&lock_.home, &lock_.number])?;
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut points = collect(&mut out, true);
         if points.iter().any(|(_, result)| result.is_err()) || points.is_empty() {

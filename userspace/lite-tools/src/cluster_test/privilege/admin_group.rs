@@ -43,7 +43,6 @@ const GID_BASE: u32 = 4300;
 struct GroupProbe {
     /// The manager, which it tries to join.
     cm: Ipv4Addr,
-    /// Its group.
     gid: u32,
     /// Whether LITE's privilege check must let it pass, as a member of
     /// the administrators' group (or refuse it with `EPERM`).
@@ -214,7 +213,6 @@ mod tests {
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
-    /// Node 2 of 3, joined.
     fn member(defects: Defects) -> FakeKernel {
         crate::cluster_test::tests::joined(2, 3, defects)
     }
@@ -302,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_survives_the_command_line() {
+    fn the_probe_survives_the_command_line_and_other_kinds_are_left_alone() {
         let probe = GroupProbe {
             cm: CM,
             gid: 4303,
@@ -314,10 +312,6 @@ mod tests {
             ..probe
         };
         assert_eq!(GroupProbe::from_args(&refused.to_args()[1..]), Ok(refused));
-    }
-
-    #[test]
-    fn other_kinds_of_child_are_left_to_the_other_cases() {
         let kernel = member(Defects::default());
         assert_eq!(child_main(&kernel, &["unprivileged".to_string()]), None);
         assert_eq!(child_main(&kernel, &[]), None);

@@ -42,13 +42,7 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
     let mut children = Vec::new();
     let mut started = Ok(());
     for index in (0..CALLER_CHILDREN).filter(|_| real) {
-        let caller = (100 + index).to_string();
-        match spawn(&[
-            "rpc-callers".into(),
-            me.to_string(),
-            nodes.to_string(),
-            caller,
-        ]) {
+        match spawn("rpc-callers", &[&me, &nodes, &(100 + index)]) {
             Ok(child) => children.push(child),
             Err(e) => started = Err(e),
         }

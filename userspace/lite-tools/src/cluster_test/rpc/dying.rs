@@ -49,11 +49,8 @@ fn dying_rounds(nodes: u32) -> [DyingRound; 2] {
 /// What one caller of the dying server saw.
 #[derive(Clone, Copy, Debug)]
 struct DyingCall {
-    /// The raw result.
     ret: c_long,
-    /// How long the call took.
     took: Duration,
-    /// When it returned.
     returned: Instant,
 }
 
@@ -133,8 +130,7 @@ fn kill(mut child: Child) {
 /// Starts the child serving `round`'s port and waits until it registered
 /// the port.
 fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
-    let (port, held) = (round.port.to_string(), round.held.to_string());
-    let mut child = spawn(&["rpc-dying".into(), port, held, round.killed.to_string()])?;
+    let mut child = spawn("rpc-dying", &[&round.port, &round.held, &round.killed])?;
     let Some(out) = child.stdout.take() else {
         kill(child);
         return Err("no stdout".into());

@@ -139,12 +139,6 @@ fn private_call<K: Kernel, W: Write>(
     })
 }
 
-/// Registers this process's private port.
-fn register_private<K: Kernel>(kernel: &K) -> Result<(), String> {
-    let name = "lite-test-private";
-    expect_zero(register(kernel, PRIVATE_PORT, PRIVATE_MAX, name))
-}
-
 /// Descriptor and receive errors on a port only this node uses.
 pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let private = (PRIVATE_PORT, PRIVATE_MAX);
@@ -266,7 +260,13 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
 /// Runs a child `foreign` case against a descriptor and a queued one-way
 /// message of this process's private port.
 fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    register_private(kernel).map_err(|e| format!("register_application: {e}"))?;
+    expect_zero(register(
+        kernel,
+        PRIVATE_PORT,
+        PRIVATE_MAX,
+        "lite-test-private",
+    ))
+    .map_err(|e| format!("register_application: {e}"))?;
     let outcome = std::thread::scope(|scope| -> Result<(), String> {
         let calling = scope.spawn(|| {
             let mut answer = [0u8; 16];
@@ -278,8 +278,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         expect_len(ret, 4).map_err(|e| format!("receive: {e}"))?;
         let queued = expect_zero(send(kernel, me, PRIVATE_PORT, FOREIGN_NOTE, false))
             .map_err(|e| format!("send: {e}"));
-        let (port, descriptor_arg) = (PRIVATE_PORT.to_string(), descriptor.to_string());
-        let child = queued.and_then(|()| spawn(&["rpc-foreign".into(), port, descriptor_arg]));
+        let child = queued.and_then(|()| spawn("rpc-foreign", &[&PRIVATE_PORT, &descriptor]));
         let points = child.and_then(points_of);
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
@@ -297,7 +296,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 const FOREIGN_NOTE: &[u8] = b"for any process";
 
 fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    let mut child = spawn(&["rpc-exit".into(), EXIT_PORT.to_string()])?;
+    let mut child = spawn("rpc-exit", &[&EXIT_PORT])?;
     let out = child.stdout.take().ok_or("no stdout")?;
     let mut out = BufReader::new(out);
     let mut points = collect(&mut out, true);

@@ -74,19 +74,10 @@ fn storm_requests_to(me: u32, nodes: u32) -> u64 {
     u64::from(nodes) * (u64::from(STORM_MULTICASTERS) * STORM_REQUESTS + calls)
 }
 
-/// Passes when a request took at most [`STORM_CALL_LIMIT`]: a request
-/// that took longer was stuck, even if it was answered in the end.
+/// Passes when a request took at most [`STORM_CALL_LIMIT`].
 fn storm_in_time(took: Duration) -> Result<(), String> {
     let over = || format!("took {took:?}, over {STORM_CALL_LIMIT:?}");
     unless(took <= STORM_CALL_LIMIT, over)
-}
-
-/// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`, so that a storm
-/// thread whose requests time out one after the other does not hold the
-/// round for many RPC timeouts.
-fn storm_not_late(begun: Instant, what: &str) -> Result<(), String> {
-    let late = || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
-    unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)
 }
 
 /// A storm thread once `start` lets it go: a multicasting one (the first
@@ -115,7 +106,9 @@ fn storm_sender<K: Kernel>(
         } else {
             format!("node {me} calling thread {thread} request {seq} ({len} B) to node {target}")
         };
-        storm_not_late(begun, &what)?;
+        let late =
+            || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
+        unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)?;
         let expected = transform(&request);
         for slot in replies.chunks_mut(STORM_MAX) {
             poison_reply(slot, &expected);
@@ -203,10 +196,9 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
     unless(failures.is_empty(), || failures.join("; "))
 }
 
-/// Every node calls and multicasts to every node at once, from several
-/// threads, on a port none of them used before: the first requests of a
-/// client to a (port, node) must not trample each other however many
-/// threads make them at the same time. Fresh ports make many first uses.
+/// The first requests of a client to a (port, node) must not trample each
+/// other however many threads make them at the same time; fresh ports make
+/// many first uses.
 pub(super) fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     for round in 0..STORM_ROUNDS {
         storm_round(kernel, tap, at, round)?;
