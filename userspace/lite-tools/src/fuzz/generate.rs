@@ -25,7 +25,8 @@ use super::rng::Rng;
 use super::shared::{Offered, ProcShared};
 use super::worker::ProcessPlan;
 
-/// Then a signal interrupts it, again every few hundred milliseconds.
+/// A call not meant to block is signalled after this, then every few
+/// hundred milliseconds.
 pub(crate) const RUNNING_CALL_MS: u64 = 5_000;
 /// Per thread: locks live as long as their home.
 const MAX_LOCKS_CREATED: u32 = 64;
@@ -258,7 +259,7 @@ type Reason = (bool, &'static str);
 
 const REFUSED_NODE: &str = "a node id of 64 or more";
 
-/// Only the low 32 bits count.
+/// 64 or more in the low 32 bits, the only ones the kernel reads.
 fn refused_node(node: u64) -> Reason {
     (node as u32 >= MAX_NODES, REFUSED_NODE)
 }

@@ -789,7 +789,7 @@ fn send(to: &mut UnixStream, values: &[i64]) {
     }
 }
 
-/// `timeout` is for each part, none if `None`.
+/// Waits up to `timeout` for each part (not at all if `None`).
 fn read_results(
     from: &mut UnixStream,
     count: usize,
