@@ -1,9 +1,5 @@
-//! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
-//! ([`STATS_FILE`], parsed by [`parse_stats`]), the QoS parameters
-//! ([`QosParam`]), which can be changed at run time, the RPC fault
-//! injection switch ([`RPC_FAULT_FILE`]), the administrators' group
-//! ([`ADMIN_GROUP_FILE`], parsed by [`parse_admin_group`]), the node's view
-//! of the membership ([`membership`]) and the users' quotas ([`quotas`]).
+//! LITE's debugfs files in [`DEBUGFS_DIR`]; the membership and quota files
+//! have modules of their own.
 //!
 //! The statistics file's format is in userspace/README.md: a `NAME VALUE`
 //! line per field of `struct lite_stats`, then one line per operation type
@@ -23,8 +19,7 @@ pub mod quotas;
 /// Where LITE's debugfs files are.
 pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";
 
-/// The device access checks in [`DEBUGFS_DIR`] (root only): reading it
-/// makes the node issue RDMA operations to itself through a queue pair of
+/// Root only: reading it makes the node issue RDMA operations to itself through a queue pair of
 /// its own, inside and outside LITE's memory regions, and returns one line
 /// per check, `ok NAME` or `FAIL NAME: why`.
 pub const ACCESS_PROBE_FILE: &str = "access_probe";
@@ -32,15 +27,13 @@ pub const ACCESS_PROBE_FILE: &str = "access_probe";
 /// The statistics file in [`DEBUGFS_DIR`].
 pub const STATS_FILE: &str = "stats";
 
-/// The RPC fault injection file in [`DEBUGFS_DIR`] (write-only): writing
-/// a node id N (decimal) makes the next RPC request this node posts to
+/// Write-only: writing a node id N (decimal) makes the next RPC request this node posts to
 /// node N carry a header whose length disagrees with the bytes written,
 /// which breaks the ring it lands in; `0` disarms it, and an id of 64 or
 /// more is refused with `EINVAL`.
 pub const RPC_FAULT_FILE: &str = "rpc_fault_next";
 
-/// The administrators' group file in [`DEBUGFS_DIR`] (mode 0644): a gid
-/// (of the initial user namespace) whose members join, leave and change
+/// Mode 0644: a gid (of the initial user namespace) whose members join, leave and change
 /// LITE's settings like holders of `CAP_NET_ADMIN`, or [`NO_ADMIN_GROUP`]
 /// for none, the default. Reading it gives the gid in decimal and a
 /// newline; writing a decimal number sets it, which only `CAP_NET_ADMIN`
@@ -48,20 +41,18 @@ pub const RPC_FAULT_FILE: &str = "rpc_fault_next";
 /// above [`NO_ADMIN_GROUP`] is refused with `EINVAL`.
 pub const ADMIN_GROUP_FILE: &str = "admin_group";
 
-/// The file in [`DEBUGFS_DIR`] (mode 0644) with the silence of the
-/// cluster manager, in ms, after which this node counts itself cut off.
+/// Mode 0644: the cluster manager's silence, in ms, after which this node
+/// counts itself cut off.
 pub const MANAGER_TIMEOUT_FILE: &str = "manager_timeout_ms";
 
-/// The file in [`DEBUGFS_DIR`] (mode 0644) with the interval of this
-/// node's heartbeats to the cluster manager, in ms.
+/// Mode 0644: in ms.
 pub const HEARTBEAT_FILE: &str = "heartbeat_ms";
 
 /// What [`ADMIN_GROUP_FILE`] holds while no group administers LITE.
 pub const NO_ADMIN_GROUP: u32 = u32::MAX;
 
 named_enum! {
-    /// A QoS parameter: a file in [`DEBUGFS_DIR`], its name, holding one
-    /// decimal number.
+    /// A file of one decimal number.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum QosParam {
         /// 1 (low-priority operations may be throttled) or 0.
@@ -82,7 +73,7 @@ impl QosParam {
         self.name()
     }
 
-    /// The value after boot, per the uapi header.
+    /// Per the uapi header.
     pub fn default_value(self) -> u64 {
         match self {
             QosParam::Enabled => 1,
@@ -93,13 +84,10 @@ impl QosParam {
     }
 }
 
-/// The kernel's operation types and their names in the statistics file:
-/// this is the very file the kernel compiles, so the names cannot drift.
+/// The very file the kernel compiles, so the names cannot drift.
 #[path = "../../../rust-lite/internal/qos/op_kind.rs"]
 mod op_kind;
 
-/// An operation type of the per-operation statistics, in the order the
-/// kernel lists them ([`Operation::ALL`]), named by [`Operation::name`].
 pub use op_kind::OpKind as Operation;
 
 impl Operation {
@@ -112,14 +100,12 @@ impl Operation {
 /// Buckets of the latency histogram: 2^0 ..= 2^20 µs, then unbounded.
 pub const LATENCY_BUCKETS: usize = 22;
 
-/// Upper bound in microseconds of latency bucket `index`; `None` for the
-/// last, unbounded one (or an index past it).
+/// In microseconds; `None` for the last, unbounded bucket (or past it).
 pub fn latency_bound(index: usize) -> Option<u64> {
     (index + 1 < LATENCY_BUCKETS).then(|| 1u64 << index)
 }
 
-/// Index of the latency bucket a duration of `us` microseconds falls in:
-/// the first whose upper bound is at least `us`.
+/// The first whose upper bound is at least `us`.
 pub fn latency_bucket(us: u64) -> usize {
     (0..LATENCY_BUCKETS - 1)
         .find(|&i| us <= 1u64 << i)
@@ -137,13 +123,13 @@ pub struct OpStats {
     pub ops: u64,
     /// Bytes they moved.
     pub bytes: u64,
-    /// Of the operations, those that failed.
+    /// Operations that failed.
     pub errors: u64,
-    /// Of the operations, those QoS made wait.
+    /// Operations QoS made wait.
     pub throttled: u64,
-    /// Time spent throttled in all, in microseconds.
+    /// Time spent throttled, in microseconds.
     pub throttled_us: u64,
-    /// Latency histogram: operations per bucket (see [`latency_bound`]).
+    /// Operations per bucket (see [`latency_bound`]).
     pub latency_us: [u64; LATENCY_BUCKETS],
 }
 
@@ -168,37 +154,33 @@ impl OpStats {
     }
 }
 
-/// A counter of a line's: its name in the file and its field.
 type Field<T> = (&'static str, fn(&mut T) -> &mut u64);
 
-/// The fields named, each with its own name.
+/// Each named as the field.
 macro_rules! fields {
     { $type:ty: $($field:ident)* } => { [$((stringify!($field), |s: &mut $type| &mut s.$field)),*] };
 }
 
-/// Every field of [`LiteStats`] with its name in the statistics file,
-/// which is the field's own.
 const COUNTERS: [Field<LiteStats>; 15] = fields! { LiteStats:
     lmrs registrations mappings published_names held_chunks handles processes
     async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
 };
 
-/// The counters of an operation line between `priority=` and
-/// `latency_us=`, in file order.
+/// Between `priority=` and `latency_us=`, in file order.
 const OP_COUNTERS: [Field<OpStats>; 5] =
     fields! { OpStats: ops bytes errors throttled throttled_us };
 
 /// The contents of the statistics file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DebugStats {
-    /// The node counters, as `lite_get_stats` returns them.
+    /// As `lite_get_stats` returns them.
     pub counters: LiteStats,
-    /// One entry per operation type and priority, in file order.
+    /// One per operation type and priority, in file order.
     pub ops: Vec<OpStats>,
 }
 
 impl DebugStats {
-    /// All counters zero, with a row for every operation and priority.
+    /// With a row for every operation and priority.
     pub fn new() -> DebugStats {
         let ops = Operation::ALL
             .into_iter()
@@ -224,7 +206,7 @@ impl DebugStats {
             .find(|row| row.op == op && row.priority == priority)
     }
 
-    /// Operations of type `op` at every priority.
+    /// At every priority.
     pub fn ops_of(&self, op: Operation) -> u64 {
         self.ops
             .iter()
@@ -241,7 +223,6 @@ impl Default for DebugStats {
 }
 
 impl fmt::Display for DebugStats {
-    /// The statistics file's format.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut counters = self.counters;
         for (name, field) in COUNTERS {
@@ -267,13 +248,11 @@ impl fmt::Display for DebugStats {
     }
 }
 
-/// The number `text`, which a file calls `what`.
 fn parse_number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
     text.parse()
         .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
 }
 
-/// Parses `key=value` of an operation line, insisting on `key`.
 fn field<'a>(item: Option<&'a str>, key: &str) -> Result<&'a str, String> {
     let item = item.ok_or_else(|| format!("missing {key}="))?;
     match item.split_once('=') {
@@ -326,8 +305,7 @@ fn parse_op_line(line: &str) -> Result<OpStats, String> {
     Ok(row)
 }
 
-/// Reads `text` line by line with `read`, each line trimmed and empty
-/// lines skipped; an error names the line.
+/// Lines trimmed, empty ones skipped; an error names the line.
 pub(crate) fn for_each_line<'a>(
     text: &'a str,
     mut read: impl FnMut(&'a str) -> Result<(), String>,
@@ -392,19 +370,17 @@ pub fn read_file(name: &str) -> io::Result<String> {
     std::fs::read_to_string(Path::new(DEBUGFS_DIR).join(name))
 }
 
-/// Writes `text` to file `name` of [`DEBUGFS_DIR`], in one write.
+/// In one write.
 pub fn write_file(name: &str, text: &str) -> io::Result<()> {
     std::fs::write(Path::new(DEBUGFS_DIR).join(name), text)
 }
 
-/// Parses the contents of a QoS parameter file: one decimal number,
-/// optionally followed by a newline.
+/// The newline is optional.
 pub fn parse_qos(text: &str) -> Result<u64, String> {
     parse_number(text.trim(), "QoS parameter")
 }
 
-/// Parses the contents of [`ADMIN_GROUP_FILE`]: a gid in decimal
-/// ([`NO_ADMIN_GROUP`] for none) followed by a newline.
+/// A gid in decimal ([`NO_ADMIN_GROUP`] for none) and a newline.
 pub fn parse_admin_group(text: &str) -> Result<u32, String> {
     let number = text
         .strip_suffix('\n')

@@ -57,9 +57,9 @@ use self::shared::{now_ms, Shared, MAX_PROCS, MAX_THREADS, UNPRIVILEGED};
 
 /// Default fuzzing time, in seconds.
 pub const DEFAULT_SECONDS: u64 = 60;
-/// Default fuzzing processes per node.
+/// Per node.
 pub const DEFAULT_PROCS: u32 = 3;
-/// Default threads per fuzzing process.
+/// Per fuzzing process.
 pub const DEFAULT_THREADS: u32 = 3;
 /// Most fuzzing processes per node.
 pub const MAX_FUZZ_PROCS: u32 = MAX_PROCS as u32;
@@ -69,21 +69,17 @@ pub const MAX_FUZZ_THREADS: u32 = MAX_THREADS as u32;
 /// kernel puts on its own waits (30 s for a peer's answer), though
 /// signals keep interrupting it.
 pub const HUNG_AFTER_MS: u64 = 45_000;
-/// How long to wait for the other nodes' fuzzers to start.
+/// For the other nodes' fuzzers to start, and to finish.
 const START_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-/// How long to wait for the other nodes' fuzzers to finish.
 const END_TIMEOUT: Duration = Duration::from_secs(2 * 60);
-/// How long a node stays after it saw that every other node is done.
+/// After this node saw that every other node is done.
 const LINGER: Duration = Duration::from_secs(5);
-/// How long after the end of fuzzing the processes may take to finish
-/// (their last calls, the process's release of everything it held).
+/// For the processes' last calls and their release of everything held.
 const FINISH_GRACE_MS: u64 = 90_000;
-/// How long the node's counters may take to come back after the
-/// processes ended.
 const COUNTERS_SETTLE: Duration = Duration::from_secs(15);
-/// How long a first join may be refused for reasons that pass.
+/// A first join may be refused this long, with these errors, for reasons
+/// that pass.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
-/// The errors of a join the manager refuses for reasons that pass.
 const JOIN_REFUSED_FOR_NOW: [i32; 5] = [
     libc::EAGAIN,
     libc::EADDRINUSE,
@@ -97,7 +93,7 @@ const JOIN_REFUSED_FOR_NOW: [i32; 5] = [
 pub struct FuzzConfig {
     /// The cluster manager's address.
     pub cm: Ipv4Addr,
-    /// Nodes in the cluster, ids `1..=nodes`; all run the fuzzer.
+    /// Ids `1..=nodes`; all run the fuzzer.
     pub nodes: u32,
     /// How long to fuzz.
     pub seconds: u64,
@@ -105,7 +101,7 @@ pub struct FuzzConfig {
     pub seed: u64,
     /// Fuzzing processes.
     pub procs: u32,
-    /// Threads per fuzzing process.
+    /// Per fuzzing process.
     pub threads: u32,
 }
 
@@ -117,7 +113,7 @@ pub fn seed_from_clock() -> u64 {
     rng::mix(nanos ^ u64::from(std::process::id()) << 32)
 }
 
-/// Parses a seed: decimal, or hexadecimal with `0x`.
+/// Decimal, or hexadecimal with `0x`.
 pub fn parse_seed(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
@@ -135,7 +131,7 @@ pub fn replay_command(config: &FuzzConfig) -> String {
     )
 }
 
-/// Runs the fuzzer on this node, reporting to `tap`.
+/// Runs the fuzzer on this node.
 pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     let (seed_prefix, replay_prefix) = (report::SEED_PREFIX, report::REPLAY_PREFIX);
     let replay = replay_command(config);
@@ -262,7 +258,7 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     drop(ready);
 }
 
-/// Joins, or finds the node joined, retrying while the manager asks to.
+/// Or finds the node joined; retries while the manager asks to.
 fn join(cm: Ipv4Addr) -> Result<Membership, String> {
     let start = std::time::Instant::now();
     loop {
@@ -284,25 +280,21 @@ fn join(cm: Ipv4Addr) -> Result<Membership, String> {
     }
 }
 
-/// How the processes ended.
 struct Outcome {
-    /// What was wrong with their ends.
+    /// What was wrong with the processes' ends.
     exits: Vec<String>,
-    /// Calls reported hung.
     hung: u64,
 }
 
-/// A forked process being watched.
 struct ChildProcess {
     pid: libc::pid_t,
     name: String,
-    /// Its record in the shared memory.
+    /// Index of its shared record.
     record: usize,
     status: Option<i32>,
 }
 
-/// Forks `body` as a child process that leaves with its return value;
-/// `record` is its index among the shared records.
+/// The child leaves with `body`'s return value.
 fn spawn(name: String, record: usize, body: impl FnOnce() -> i32) -> Result<ChildProcess, String> {
     // Nothing buffered may be printed twice.
     let _ = std::io::stdout().flush();
@@ -329,7 +321,6 @@ fn spawn(name: String, record: usize, body: impl FnOnce() -> i32) -> Result<Chil
     })
 }
 
-/// Forks the processes, watches them until they end and returns how.
 fn fuzz<W: Write>(
     tap: &mut Tap<W>,
     config: &FuzzConfig,
@@ -439,8 +430,7 @@ fn fuzz<W: Write>(
     Outcome { exits, hung }
 }
 
-/// What was wrong with how a child ended (its `waitpid` status), if
-/// anything: it `exited with status 1`, or `was killed by signal 11`.
+/// E.g. `exited with status 1`, or `was killed by signal 11`.
 fn abnormal_end(status: i32) -> Option<String> {
     if libc::WIFSIGNALED(status) {
         Some(format!("was killed by signal {}", libc::WTERMSIG(status)))
@@ -451,8 +441,7 @@ fn abnormal_end(status: i32) -> Option<String> {
     }
 }
 
-/// Reports each call of the processes with records `running` that has
-/// run longer than [`HUNG_AFTER_MS`], once; returns how many were new.
+/// Each hung call once; how many were new.
 fn report_hung(shared: &Shared, me: u32, now: u64, running: &[usize]) -> u64 {
     let mut found = 0;
     for (proc, record) in shared.procs.iter().enumerate() {
@@ -479,7 +468,6 @@ fn report_hung(shared: &Shared, me: u32, now: u64, running: &[usize]) -> u64 {
     found
 }
 
-/// Prints every call's counts and the totals as TAP comments.
 fn report_counts<W: Write>(tap: &mut Tap<W>, shared: &Shared, hung: u64) {
     let mut total = 0;
     for call in Syscall::ALL {
@@ -489,7 +477,7 @@ fn report_counts<W: Write>(tap: &mut Tap<W>, shared: &Shared, hung: u64) {
     tap.comment(&report::total_line(total, shared.alarms(), hung));
 }
 
-/// The counters that only this node's processes change, by name.
+/// Those only this node's processes change.
 fn local_counters(stats: &LiteStats) -> [(&'static str, u64); 8] {
     [
         ("lmrs", stats.lmrs),
@@ -503,8 +491,7 @@ fn local_counters(stats: &LiteStats) -> [(&'static str, u64); 8] {
     ]
 }
 
-/// Waits until the local counters equal `baseline`'s, for at most
-/// [`COUNTERS_SETTLE`]; names the ones that differ.
+/// Names the local counters that still differ after [`COUNTERS_SETTLE`].
 fn counters_settle(baseline: &LiteStats) -> Result<(), String> {
     let start = std::time::Instant::now();
     loop {

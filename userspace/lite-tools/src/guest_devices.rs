@@ -21,7 +21,6 @@ pub const FIRST_DEVICE: (&str, &str) = ("rxe0", "eth0");
 /// The second device, on the guest's second network interface.
 pub const SECOND_DEVICE: (&str, &str) = ("rxe1", "eth1");
 
-/// How long a new device's port may take to become active.
 const ACTIVE_WAIT: Duration = Duration::from_secs(30);
 
 /// An IPv4 address with its prefix length, as `ip addr add` takes it.
@@ -114,7 +113,6 @@ pub fn write_device_param(name: &str) -> Result<(), String> {
         .map_err(|e| format!("writing {name:?} to {DEVICE_PARAM_FILE}: {e}"))
 }
 
-/// Waits until port 1 of RDMA device `name` is active.
 fn wait_active(name: &str) -> Result<(), String> {
     let state = Path::new("/sys/class/infiniband")
         .join(name)

@@ -11,14 +11,13 @@ use std::io::{Error, ErrorKind};
 use crate::errno::describe_error;
 use crate::guest_devices::run_tool;
 
-/// The module.
 const MODULE: &str = "lite_kmsg_bench";
 
-/// Its file: write `NODE SIZE CALLS` to make the calls, read their times
+/// Write `NODE SIZE CALLS` to make the calls, read their times
 /// (nanoseconds, one per line).
 const ROUND_TRIPS: &str = "/sys/kernel/debug/lite_kmsg_bench/round_trips";
 
-/// Its parameter: whether its handler holds every call until it unloads.
+/// Whether the handler holds every call until the module unloads.
 const HOLD_PARAMETER: &str = "/sys/module/lite_kmsg_bench/parameters/hold";
 
 /// The largest message it sends: a send-reply handler's largest reply

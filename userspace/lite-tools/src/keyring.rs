@@ -26,7 +26,6 @@ pub const SESSION_KEYRING: i32 = -3;
 /// `KEY_SPEC_USER_KEYRING`: the calling user's keyring.
 pub const USER_KEYRING: i32 = -4;
 
-/// `KEYCTL_JOIN_SESSION_KEYRING`.
 const KEYCTL_JOIN_SESSION_KEYRING: c_int = 1;
 
 /// Checks that `secret` has a length nodes and the manager accept.
@@ -86,7 +85,6 @@ pub fn join_new_session_keyring() -> io::Result<i32> {
     serial_of(serial)
 }
 
-/// The serial a keyring call returned, or its error.
 fn serial_of(ret: c_long) -> io::Result<i32> {
     if ret < 0 {
         return Err(io::Error::last_os_error());

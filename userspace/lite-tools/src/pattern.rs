@@ -23,7 +23,6 @@ pub fn seed(parts: &[u64]) -> u64 {
     })
 }
 
-/// The eight pattern bytes of the aligned 8-byte word `index`.
 fn word(seed: u64, index: u64) -> [u8; 8] {
     splitmix64_output(seed.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA)))
         .to_le_bytes()
@@ -111,7 +110,6 @@ pub fn verify_bytes(found: &[u8], expected: &[u8], offset: u64) -> Result<(), Mi
     first.map_or(Ok(()), Err)
 }
 
-/// Adds the differences between two equally long slices to `first`.
 fn tally(found: &[u8], expected: &[u8], offset: u64, first: &mut Option<Mismatch>) {
     if found == expected {
         return;

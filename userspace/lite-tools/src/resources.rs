@@ -1,15 +1,6 @@
-//! LITE's resource counters and the check that they come back to a
-//! baseline once the test programs have exited.
-//!
-//! The kernel lists what it holds in debugfs file [`RESOURCES_FILE`], one
-//! `NAME VALUE` line per counter (decimal `u64`):
-//!
-//! ```text
-//! lmrs 0
-//! handles 0
-//! chunks 0
-//! pool_bytes 16384
-//! ```
+//! The check that LITE's resource counters ([`RESOURCES_FILE`], a
+//! `NAME VALUE` line each) come back to a baseline once the test programs
+//! have exited.
 //!
 //! `lite-cluster-test` saves the file's text as the baseline right after
 //! every node joined, before this node makes any LMR of the test;
@@ -30,42 +21,38 @@ use std::time::Duration;
 use crate::debugfs::{for_each_line, once};
 use crate::tap::Tap;
 
-/// The counters file in [`crate::debugfs::DEBUGFS_DIR`].
+/// In [`crate::debugfs::DEBUGFS_DIR`].
 pub const RESOURCES_FILE: &str = "resources";
 
-/// What a counter must do once the test programs have exited.
+/// Once the test programs have exited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// Be at or below the baseline: everything it counts belonged to the
-    /// programs or to their LMRs and registrations.
+    /// Everything it counts belonged to the programs or to their LMRs and
+    /// registrations.
     Returns,
-    /// Exceed the baseline by at most this much.
+    /// At most this much above the baseline.
     Grows(u64),
 }
 
-/// A counter the check knows: its name in [`RESOURCES_FILE`], what it
-/// must do, and whether the file must list it (one that is not required
+/// Name, rule, and whether the file must list it (one that is not required
 /// is only checked when the file lists it).
 pub type Counter = (&'static str, Rule, bool);
 
-/// Bytes of one segment of LITE's remote memory pool (at most).
+/// One segment of the remote memory pool, at most.
 const POOL_SEGMENT_BYTES: u64 = 4 << 20;
 
-/// Name of the derived counter: DMA buffers minus those kept for reuse.
 const BUFFERS_IN_USE: &str = "dma_buffers_in_use";
 
-/// Name of the derived counter: memory regions minus the segments of the
-/// RPC ring pool. A node keeps a ring per (port, client node) once queried,
-/// for as long as it is a member (README, limits): those are reported
-/// (`rpc_rings`, `ring_segments`, `ring_bytes`) but not held to the
-/// baseline.
+/// A node keeps a ring per (port, client node) once queried, for as long
+/// as it is a member (README, limits): rings are reported but not held to
+/// the baseline.
 const REGIONS_BEYOND_RINGS: &str = "memory_regions_beyond_rings";
 
-/// Locks a node keeps at most (`LITE_MAX_LOCKS`): `lite_create_lock`
-/// makes locks for good, so the tests leave them behind.
+/// `LITE_MAX_LOCKS`: `lite_create_lock` makes locks for good, so the tests
+/// leave them behind.
 const MAX_LOCKS: u64 = 4096;
 
-/// Every counter the check knows, in report order. The pool keeps one
+/// In report order. The pool keeps one
 /// empty segment as a spare, and a buffer that was moved while the tests
 /// ran can keep one more segment alive: two segments, each one memory
 /// region, bound what the pool may keep. A leak of one region or one page
@@ -91,7 +78,7 @@ pub const COUNTERS: [Counter; 14] = [
 /// Counter values by name.
 pub type Counters = BTreeMap<String, u64>;
 
-/// Parses the text of [`RESOURCES_FILE`]; empty lines are ignored.
+/// Empty lines are ignored.
 pub fn parse(text: &str) -> Result<Counters, String> {
     let mut counters = Counters::new();
     for_each_line(text, |line| {
@@ -121,8 +108,7 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Whether the counter obeys its rule; a counter missing on either
-    /// side does not.
+    /// A counter missing on either side does not hold.
     pub fn holds(&self) -> bool {
         let (Some(before), Some(after)) = (self.before, self.after) else {
             return false;
@@ -168,8 +154,7 @@ impl Comparison {
     }
 }
 
-/// Every counter of [`COUNTERS`] that is required or listed on either
-/// side, before and after.
+/// Those required or listed on either side.
 pub fn compare(baseline: &Counters, now: &Counters) -> Vec<Comparison> {
     let (baseline, now) = (&with_derived(baseline), &with_derived(now));
     let listed = |name| baseline.contains_key(name) || now.contains_key(name);
@@ -185,11 +170,7 @@ pub fn compare(baseline: &Counters, now: &Counters) -> Vec<Comparison> {
         .collect()
 }
 
-/// `counters` with the derived counters added: [`BUFFERS_IN_USE`]
-/// (`dma_buffers` less `kept_buffers` and the segments of both pools, each
-/// segment's memory being one buffer) and [`REGIONS_BEYOND_RINGS`]
-/// (`memory_regions` less `ring_segments`), each taking 0 for a part the
-/// kernel does not list.
+/// A part the kernel does not list counts 0.
 fn with_derived(counters: &Counters) -> Counters {
     let mut all = counters.clone();
     let part = |name: &str| counters.get(name).copied().unwrap_or(0);
@@ -206,8 +187,7 @@ fn with_derived(counters: &Counters) -> Counters {
     all
 }
 
-/// Counters listed before or after that the check does not know, as
-/// `name before -> after` (`missing` on the side that lacks them).
+/// As `name before -> after` (`missing` on the side that lacks them).
 pub fn unchecked(baseline: &Counters, now: &Counters) -> Vec<String> {
     let known = |name: &str| COUNTERS.iter().any(|c| c.0 == name);
     let names: BTreeSet<&String> = baseline.keys().chain(now.keys()).collect();
@@ -221,10 +201,8 @@ pub fn unchecked(baseline: &Counters, now: &Counters) -> Vec<String> {
         .collect()
 }
 
-/// Saves `counters`, the text of [`RESOURCES_FILE`] as
-/// [`crate::kernel::Kernel::read_debugfs`] returned it, to `path` as the baseline. Says so
-/// in a TAP comment when it cannot: `lite-resources` fails for a missing
-/// baseline later, so this is no test point of its own.
+/// Failure is a TAP comment: `lite-resources` fails for a missing baseline
+/// later, so this is no test point of its own.
 pub fn save_baseline<W: Write>(
     tap: &mut Tap<W>,
     counters: Option<io::Result<String>>,
@@ -246,13 +224,9 @@ pub fn save_baseline<W: Write>(
 /// Time between two reads while waiting.
 pub const POLL: Duration = Duration::from_secs(1);
 
-/// Reports to `tap` whether the counters `read` gives (the text of
-/// [`RESOURCES_FILE`]) return to `baseline` (the text of file
-/// `baseline_path`, or why it could not be read) within `wait`, reading
-/// them every [`POLL`] (`sleep` waits): one point per checked counter with
-/// the last values read, or one failed point if either side cannot be read
-/// or parsed. The wait is counted in polls: a read takes next to no time
-/// next to a poll.
+/// One point per checked counter with the last values read, or one failed
+/// point if either side cannot be read or parsed. The wait is counted in
+/// polls: a read takes next to no time next to a poll.
 pub fn check<W: Write>(
     tap: &mut Tap<W>,
     baseline_path: &Path,
@@ -445,9 +419,8 @@ mod tests {
         }
     }
 
-    /// The TAP of a check of `baseline` against `reads` (read one after
-    /// another, the last one again and again; an error is an errno),
-    /// waiting up to 5 s, and how many times it slept.
+    /// `reads` come one after another, the last again and again; an error
+    /// is an errno. Also how many times it slept.
     fn run_check(
         baseline: Result<&str, &str>,
         mut reads: Vec<Result<String, i32>>,

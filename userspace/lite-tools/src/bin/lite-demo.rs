@@ -25,10 +25,9 @@ const CLI: Cli = Cli {
     ],
 };
 
-/// Size of the demo LMR.
 const LMR_SIZE: usize = 64 * 1024;
 
-/// Password of the demo LMR ("demo" in ASCII).
+/// "demo" in ASCII.
 const PASSWORD: u64 = 0x6465_6d6f;
 
 fn main() -> ExitCode {
@@ -41,7 +40,7 @@ fn main() -> ExitCode {
     status
 }
 
-/// The reason of a failed step `what`, with the errno's name.
+/// With the errno's name.
 fn failed(what: impl Display) -> impl FnOnce(io::Error) -> String {
     move |e| format!("{what}: {}", describe_error(&e))
 }

@@ -2,26 +2,10 @@
 //! view of the cluster.
 //!
 //! While the node is a member (or was cut off and has not joined again
-//! yet) the file holds `NAME VALUE` lines, then one line per peer it ever
-//! connected to, then more `NAME VALUE` lines (how long ago the manager
-//! was heard from, the settings):
-//!
-//! ```text
-//! node 3
-//! incarnation 1
-//! epoch 5
-//! manager_epoch 5
-//! fenced 0
-//! peer 1 alive incarnation 1
-//! peer 2 dead incarnation 1
-//! device rxe0
-//! port 1
-//! manager_last_heard_ms_ago 120
-//! heartbeat_ms 500
-//! manager_timeout_ms 3000
-//! ```
-//!
-//! A node that is no member shows `joined 0` instead of everything up to
+//! yet) the file holds `NAME VALUE` lines, then a `peer ID STATE
+//! incarnation N` line per peer it ever connected to, then more `NAME
+//! VALUE` lines (the tests' `CUT_OFF` is a whole file). A node that is no
+//! member shows `joined 0` instead of everything up to
 //! the peers.
 
 use std::fmt;
@@ -50,11 +34,11 @@ named_enum! {
 /// One `peer` line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Peer {
-    /// The peer's node id.
+    /// Node id.
     pub node: u32,
-    /// Its state.
+    /// As this node sees it.
     pub state: PeerState,
-    /// The incarnation this node connected to.
+    /// The one this node connected to.
     pub incarnation: u32,
 }
 
@@ -64,25 +48,25 @@ pub struct Peer {
 pub struct NodeMembership {
     /// This node's id.
     pub node: u32,
-    /// How many times this id joined, this time included.
+    /// Joins of this id, this one included.
     pub incarnation: u32,
-    /// The membership epoch last applied.
+    /// Last applied.
     pub epoch: u32,
-    /// Whether this node is fenced: cut off, declared dead, or leaving.
+    /// Cut off, declared dead, or leaving.
     pub fenced: bool,
-    /// Every peer the node connected to, in file order.
+    /// In file order.
     pub peers: Vec<Peer>,
 }
 
 impl NodeMembership {
-    /// The line of peer `node`, if there is one.
+    /// By node id.
     pub fn peer(&self, node: u32) -> Option<Peer> {
         self.peers.iter().copied().find(|p| p.node == node)
     }
 }
 
 impl fmt::Display for NodeMembership {
-    /// The file's format, up to the peers (the kernel adds more lines).
+    /// Up to the peers (the kernel adds more lines).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "node {}", self.node)?;
         writeln!(f, "incarnation {}", self.incarnation)?;
@@ -108,11 +92,11 @@ pub enum MembershipFile {
     /// `joined 0`: the node is no member (never joined, left, or between
     /// the end of a cut-off membership and the next join).
     NotJoined,
-    /// The node's membership.
+    /// A member, or cut off and not joined again yet.
     Member(NodeMembership),
 }
 
-/// `peer <id> <state> incarnation <n>`, without the leading `peer`.
+/// Without the leading `peer`.
 fn parse_peer(rest: &str) -> Result<Peer, String> {
     let items: Vec<&str> = rest.split_whitespace().collect();
     let [node, state, "incarnation", incarnation] = items.as_slice() else {
@@ -166,8 +150,7 @@ pub fn parse_membership(text: &str) -> Result<MembershipFile, String> {
     }))
 }
 
-/// The RDMA device named in the membership file's `device` line: the
-/// device the membership runs on (`None` for a node that is no member).
+/// The RDMA device the membership runs on (`None` for no member).
 pub fn device_in_use(text: &str) -> Option<&str> {
     text.lines()
         .find_map(|line| line.trim().strip_prefix("device "))

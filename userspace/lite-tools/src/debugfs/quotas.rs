@@ -12,8 +12,7 @@ use super::{for_each_line, once};
 pub const QUOTAS_FILE: &str = "quotas";
 
 named_enum! {
-    /// What a user's quota limits, in the order the file lists them; the
-    /// name is the resource's key in the file.
+    /// In file order; the name is the resource's key in the file.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
     pub enum Resource {
         /// Bytes of LMRs allocated (`lite_alloc_remote`, `lite_wrap_alloc`),
@@ -33,12 +32,12 @@ named_enum! {
     }
 }
 
-/// A limit: a number (of bytes or of things), or none.
+/// Of bytes or of things.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     /// At most this many.
     At(u64),
-    /// No limit (`unlimited`).
+    /// `unlimited`.
     Unlimited,
 }
 
@@ -51,7 +50,7 @@ impl Limit {
         }
     }
 
-    /// Parses a value of the file: a decimal number or `unlimited`.
+    /// A decimal number or `unlimited`.
     pub fn parse(text: &str) -> Result<Limit, String> {
         if text == "unlimited" {
             Ok(Limit::Unlimited)
@@ -91,7 +90,7 @@ impl<T: Copy> PerResource<T> {
         self
     }
 
-    /// Each resource with its value, in file order.
+    /// In file order.
     pub fn iter(&self) -> impl Iterator<Item = (Resource, T)> + '_ {
         Resource::ALL.into_iter().map(|r| (r, self.get(r)))
     }
@@ -120,13 +119,12 @@ pub type Limits = PerResource<Limit>;
 pub type Usage = PerResource<u64>;
 
 impl Usage {
-    /// The sum of two usages, resource by resource.
+    /// Resource by resource.
     pub fn plus(&self, other: &Usage) -> Usage {
         Usage::from_fn(|r| self.get(r).saturating_add(other.get(r)))
     }
 
-    /// What is left of `self` without `other`, resource by resource
-    /// (never below 0).
+    /// Never below 0.
     pub fn minus(&self, other: &Usage) -> Usage {
         Usage::from_fn(|r| self.get(r).saturating_sub(other.get(r)))
     }
@@ -137,13 +135,12 @@ impl Usage {
     }
 }
 
-/// Parses `remote_memory=C pinned_memory=C lmrs=C names=C rpc_ports=C
-/// locks=C` (what [`Usage`] displays as), each resource once.
+/// What [`Usage`] displays as, each resource once.
 pub fn parse_usage(text: &str) -> Result<Usage, String> {
     complete(key_values(text.split_whitespace(), decimal)?)
 }
 
-/// The default limits of every user, per the uapi header.
+/// Per the uapi header.
 pub const DEFAULT_LIMITS: Limits = PerResource([
     Limit::At(1 << 30),
     Limit::Unlimited,
@@ -173,7 +170,7 @@ pub struct QuotasFile {
 }
 
 impl QuotasFile {
-    /// What user `uid` holds (nothing if it has no `usage` line).
+    /// Nothing if it has no `usage` line.
     pub fn usage_of(&self, uid: u32) -> Usage {
         self.usage.get(&uid).copied().unwrap_or_default()
     }
@@ -183,7 +180,7 @@ impl QuotasFile {
         self.served.get(&node).copied().unwrap_or(0)
     }
 
-    /// Only the limits (the lines a write can change).
+    /// The lines a write can change.
     pub fn limits_only(&self) -> QuotasFile {
         QuotasFile {
             usage: BTreeMap::new(),
@@ -194,7 +191,7 @@ impl QuotasFile {
 }
 
 impl fmt::Display for QuotasFile {
-    /// The file's text, in the order the kernel writes it.
+    /// In the order the kernel writes it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "limit default {}", self.defaults)?;
         for (uid, limits) in &self.users {
@@ -214,7 +211,7 @@ impl fmt::Display for QuotasFile {
     }
 }
 
-/// A decimal number of ASCII digits only (no sign, no spaces).
+/// ASCII digits only: no sign, no spaces.
 fn decimal(text: &str) -> Result<u64, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("{text:?} is not a decimal number"));
@@ -223,14 +220,12 @@ fn decimal(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("{text:?} does not fit 64 bits"))
 }
 
-/// An id (uid or node) of a line.
 fn id(text: &str, what: &str) -> Result<u32, String> {
     let value = decimal(text).map_err(|e| format!("{what}: {e}"))?;
     u32::try_from(value).map_err(|_| format!("{what}: {value} does not fit 32 bits"))
 }
 
-/// The `KEY=V` items of a line: each key a resource, at most once, each
-/// value read by `value`.
+/// Each key a resource, at most once.
 fn key_values<'a, T>(
     items: impl IntoIterator<Item = &'a str>,
     value: impl Fn(&str) -> Result<T, String>,
@@ -249,7 +244,7 @@ fn key_values<'a, T>(
     Ok(found)
 }
 
-/// Every resource's value from `items`, which must name each once.
+/// `items` must name each resource once.
 fn complete<T: Copy>(items: Vec<(Resource, T)>) -> Result<PerResource<T>, String> {
     let value = |resource: Resource| {
         let found = items.iter().find(|(r, _)| *r == resource);
@@ -263,7 +258,6 @@ fn complete<T: Copy>(items: Vec<(Resource, T)>) -> Result<PerResource<T>, String
     })))
 }
 
-/// The single `remote_memory=V` of a node line.
 fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     match items.as_slice() {
         [(Resource::RemoteMemory, value)] => Ok(*value),
@@ -335,14 +329,14 @@ pub enum Command {
 }
 
 impl Command {
-    /// `limit uid U` with every resource's limit in `limits`.
+    /// `limit uid U` with every resource's limit.
     pub fn user_limits(uid: u32, limits: &Limits) -> Command {
         Command::User(uid, limits.iter().collect())
     }
 }
 
 impl fmt::Display for Command {
-    /// The line, without its newline.
+    /// Without the newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (line, keys) = match self {
             Command::Defaults(keys) => ("limit default".to_string(), &keys[..]),

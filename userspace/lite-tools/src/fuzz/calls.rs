@@ -8,10 +8,8 @@ use libc::{
 };
 use lite::sys;
 
-/// Declares [`Syscall`] from one table: each call's variant, its number
-/// (`__NR_lite_*`), its C name, how many arguments it takes and the errors
-/// the uapi header documents for it besides the common ones, in system
-/// call number order.
+/// In system call number order; the errors are those the uapi header
+/// documents besides the common ones.
 macro_rules! syscalls {
     ($($call:ident: $number:ident, $name:literal, $arity:literal, [$($errno:ident),*];)*) => {
         /// One LITE system call.
@@ -21,32 +19,31 @@ macro_rules! syscalls {
         }
 
         impl Syscall {
-            /// Every call, in system call number order.
+            /// In system call number order.
             pub(crate) const ALL: [Syscall; SYSCALLS] = [$(Syscall::$call,)*];
 
-            /// The system call number (`__NR_lite_*`).
+            /// `__NR_lite_*`.
             pub(crate) fn number(self) -> c_long {
                 match self {
                     $(Syscall::$call => sys::$number,)*
                 }
             }
 
-            /// The C name, e.g. `lite_rdma_write`.
+            /// E.g. `lite_rdma_write`.
             pub(crate) fn name(self) -> &'static str {
                 match self {
                     $(Syscall::$call => $name,)*
                 }
             }
 
-            /// How many arguments the call takes, for printing it.
+            /// For printing the call.
             pub(crate) fn arity(self) -> usize {
                 match self {
                     $(Syscall::$call => $arity,)*
                 }
             }
 
-            /// The errors the call documents besides
-            /// [`COMMON`](super::errnos::COMMON).
+            /// Besides [`COMMON`](super::errnos::COMMON).
             pub(crate) fn documented(self) -> &'static [i32] {
                 match self {
                     $(Syscall::$call => &[$($errno),*],)*
@@ -115,32 +112,28 @@ syscalls! {
 pub(crate) const SYSCALLS: usize = 41;
 
 impl Syscall {
-    /// Position in [`Syscall::ALL`].
     pub(crate) fn index(self) -> usize {
         self as usize
     }
 
-    /// The call at position `index` of [`Syscall::ALL`].
     pub(crate) fn from_index(index: usize) -> Option<Syscall> {
         Syscall::ALL.get(index).copied()
     }
 
-    /// The call named `name` (`lite_...`).
     #[cfg(test)]
     pub(crate) fn from_name(name: &str) -> Option<Syscall> {
         Syscall::ALL.into_iter().find(|call| call.name() == name)
     }
 }
 
-/// The six register arguments of a call given `given` (the rest 0).
+/// The arguments after `given` are 0.
 pub(crate) fn args(given: &[u64]) -> [u64; 6] {
     let mut args = [0; 6];
     args[..given.len()].copy_from_slice(given);
     args
 }
 
-/// A call with its arguments as the registers carry them, for messages:
-/// `lite_free(0x100000001)`.
+/// E.g. `lite_free(0x100000001)`.
 pub(crate) fn describe_call(call: Syscall, args: &[u64; 6]) -> String {
     let shown: Vec<String> = args[..call.arity()]
         .iter()
@@ -155,8 +148,7 @@ pub(crate) fn describe_call(call: Syscall, args: &[u64; 6]) -> String {
     format!("{}({})", call.name(), shown.join(", "))
 }
 
-/// Issues system call `number` with six register-width arguments and
-/// returns the kernel's raw result: a value >= 0 or a negative errno.
+/// A value >= 0 or a negative errno.
 ///
 /// # Safety
 ///

@@ -10,65 +10,55 @@ use super::generate::{OutParams, Planned, ThreadState};
 use super::pool::{pack_lock, LmrKind, LmrRecord, Pool};
 use super::shared::ProcShared;
 
-/// What a successful (or, where noted, failed) call changes.
+/// Where not noted, on success only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Effect {
     None,
-    /// The result is a new handle of this kind.
+    /// The result is the handle.
     NewLmr {
         kind: LmrKind,
         size: Option<u64>,
         password: u64,
         permission: u64,
     },
-    /// `handle` is released on success.
     Release {
         handle: u64,
     },
-    /// `name` is published for `handle` on success.
     Publish {
         name: u64,
         handle: u64,
     },
-    /// `port` is registered on success.
     RegisterPort {
         port: u32,
         max_size: u64,
     },
-    /// `port` is closed on success.
     ClosePort {
         port: u32,
     },
-    /// The out-parameter lock names a lock on success.
+    /// From the out-parameter.
     LearnLock,
-    /// The thread holds `lock` on success (or `EOWNERDEAD`).
+    /// On `EOWNERDEAD` too.
     Lock(LiteLock),
-    /// The thread no longer holds `lock` on success.
     Unlock(LiteLock),
-    /// The result is a region's descriptor: the first word of its first
-    /// and last page is incremented through a mapping, then it is closed.
+    /// The result is the region's descriptor.
     TouchRegion {
         size: u64,
     },
-    /// The result is an asynchronous operation id.
     NewOp,
-    /// A new asynchronous RPC call (an operation whose reap returns the
-    /// reply's length).
+    /// An operation whose reap returns the reply's length.
     NewCall,
-    /// `op` is reaped unless the call was interrupted or told to not wait.
+    /// Unless the call was interrupted or told to not wait.
     Reap {
         op: u64,
     },
     /// Every operation started before is reaped.
     Fence,
-    /// The out-parameter descriptor is a new one on success.
+    /// From the out-parameter.
     Receive,
-    /// `descriptor` is answered on success.
     Reply {
         descriptor: u64,
     },
-    /// `descriptor` is answered, and the next descriptor is in the
-    /// out-parameter receive record.
+    /// The next descriptor is in the out-parameter receive record.
     ReplyAndReceive {
         descriptor: u64,
     },
@@ -90,8 +80,6 @@ impl Effect {
     }
 }
 
-/// Records what a call's result changes in the process's pool and the
-/// thread's state, reading the out-parameters the kernel wrote.
 pub(crate) fn apply(
     planned: &Planned,
     ret: i64,
@@ -231,9 +219,8 @@ pub(crate) fn apply(
     }
 }
 
-/// Maps the region of `size` bytes whose descriptor is `fd`, increments the
-/// first word of its first and last page, then unmaps it and closes `fd`
-/// (a region opened with size 0 is only closed).
+/// Increments the first word of the first and last page through a mapping,
+/// then closes `fd` (a region opened with size 0 is only closed).
 fn touch_region(fd: i64, size: u64) {
     let Ok(region) = lite::dsm::Region::from_result(fd as libc::c_long, size) else {
         return;

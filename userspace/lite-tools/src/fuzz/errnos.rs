@@ -19,7 +19,6 @@ use libc::{
 
 use super::calls::Syscall;
 
-/// Errors the header lists as common to every call.
 pub(crate) const COMMON: [i32; 11] = [
     ENOTCONN,
     EFAULT,
@@ -39,13 +38,12 @@ pub(crate) const COMMON: [i32; 11] = [
 /// `SA_RESTART` turns them into `EINTR`.
 pub(crate) const RESTART_CODES: std::ops::RangeInclusive<i32> = 512..=516;
 
-/// Whether the header allows `call` to fail with `errno` (see the module
-/// comment for `EINTR`).
+/// See the module comment for `EINTR`.
 pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
     COMMON.contains(&errno) || call.documented().contains(&errno)
 }
 
-/// The errno of a raw result, 0 for success.
+/// 0 for success.
 pub(crate) fn errno_of(ret: i64) -> i32 {
     if ret < 0 {
         ret.unsigned_abs() as i32
@@ -54,20 +52,17 @@ pub(crate) fn errno_of(ret: i64) -> i32 {
     }
 }
 
-/// Result buckets counted per call: success, each errno up to
-/// [`MAX_ERRNO`], the restart codes, anything else.
+/// Per call: success, each errno up to [`MAX_ERRNO`], the restart codes,
+/// anything else.
 pub(crate) const OUTCOMES: usize = MAX_ERRNO as usize + 3;
 
-/// Largest errno with a bucket of its own (`EHWPOISON`).
+/// `EHWPOISON`.
 pub(crate) const MAX_ERRNO: i32 = 133;
 
-/// Bucket of the restart codes.
 const RESTART_BUCKET: usize = MAX_ERRNO as usize + 1;
-
-/// Bucket of results that are neither success nor an errno.
+/// Neither success nor an errno.
 const OTHER_BUCKET: usize = MAX_ERRNO as usize + 2;
 
-/// The bucket a raw result is counted in.
 pub(crate) fn outcome_bucket(ret: i64) -> usize {
     if ret >= 0 {
         return 0;
@@ -79,8 +74,8 @@ pub(crate) fn outcome_bucket(ret: i64) -> usize {
     }
 }
 
-/// The name a bucket is reported under: `ok`, an errno's name such as
-/// `EINVAL` (or `E123` for one without a name here), `ERESTART`, `other`.
+/// `ok`, `EINVAL` (`E123` for an errno without a name here), `ERESTART`,
+/// `other`.
 pub(crate) fn outcome_name(bucket: usize) -> String {
     match bucket {
         0 => "ok".to_string(),
@@ -103,14 +98,10 @@ mod tests {
 
     const HEADER: &str = include_str!("../../../../lite-api-c/include/uapi/linux/lite.h");
 
-    /// What the header says about one call.
     #[derive(Debug, Default)]
     struct HeaderCall {
-        /// Arguments in its prototype.
         arity: usize,
-        /// Errors named in its own description.
         direct: BTreeSet<i32>,
-        /// Other calls its description names.
         refers_to: BTreeSet<String>,
     }
 
@@ -124,18 +115,16 @@ mod tests {
         (Syscall::ReceiveMessage, ECONNRESET),
     ];
 
-    /// The value of an errno the header names, as the fuzzer names them.
     fn errno_value(name: &str) -> Option<i32> {
         (1..=512).find(|&errno| crate::errno::errno_name(errno) == name)
     }
 
-    /// The start of `text` made of the characters `keep` accepts.
     fn prefix(text: &str, keep: impl Fn(char) -> bool) -> &str {
         &text[..text.find(|c: char| !keep(c)).unwrap_or(text.len())]
     }
 
-    /// Every `-EXXX` in `text` (`-ERESTARTSYS` as the `-EINTR` userspace
-    /// sees); panics on one this test cannot name.
+    /// `-ERESTARTSYS` as the `-EINTR` userspace sees; panics on one this
+    /// test cannot name.
     fn errnos_in(text: &str) -> BTreeSet<i32> {
         let in_name = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
         let unknown = |name| panic!("the header names {name}, unknown to this test");
@@ -148,7 +137,6 @@ mod tests {
             .collect()
     }
 
-    /// `lite_xxx` names in `text`.
     fn calls_named_in(text: &str) -> BTreeSet<String> {
         let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
         text.match_indices("lite_")
@@ -158,7 +146,7 @@ mod tests {
             .collect()
     }
 
-    /// The header's errors common to every call (its first comment).
+    /// Its first comment.
     fn header_common(header: &str) -> BTreeSet<i32> {
         let start = header
             .find("Errors common to every call")
@@ -167,8 +155,7 @@ mod tests {
         errnos_in(&header[start..end])
     }
 
-    /// Splits the header's documentation into each call's prototype and
-    /// description. A description is the `*   `-indented text of a
+    /// A description is the `*   `-indented text of a
     /// comment after one or more prototypes (`* long lite_...(`, over as
     /// many lines as it takes), and ends at the next prototype or at a
     /// line that is not indented (a new section, or the comment's end).

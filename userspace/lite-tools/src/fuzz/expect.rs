@@ -18,17 +18,15 @@ use crate::errno::errno_name;
 /// which no call can be blamed for: tolerated where a call must succeed.
 pub(crate) const NODE_TROUBLE: [i32; 4] = [EHOSTDOWN, ENOTCONN, ENOMEM, EIO];
 
-/// What a successful result must be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum Value {
-    /// Anything non-negative.
+    /// Non-negative.
     #[default]
     Any,
-    /// Exactly 0.
     Zero,
-    /// A handle, operation id or other identifier: above 0.
+    /// Identifiers are above 0.
     Positive,
-    /// Within `low..=high`.
+    /// `low..=high`.
     Range(i64, i64),
 }
 
@@ -46,23 +44,18 @@ impl Value {
     }
 }
 
-/// The expectations of one call beyond its documented errors.
+/// Beyond the call's documented errors.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Expect {
-    /// Why the call cannot succeed, if it cannot.
     pub(crate) must_fail: Option<&'static str>,
-    /// Why the call must succeed (failures in [`NODE_TROUBLE`], and
-    /// `EINTR` after a signal, excepted).
+    /// Failures in [`NODE_TROUBLE`], and `EINTR` after a signal, excepted.
     pub(crate) must_succeed: Option<&'static str>,
-    /// The only errors it may fail with (and [`NODE_TROUBLE`]), and why;
-    /// `EINTR` is not among them unless listed.
+    /// With [`NODE_TROUBLE`]; `EINTR` is not among them unless listed.
     pub(crate) only: Option<(&'static [i32], &'static str)>,
-    /// What success must return.
     pub(crate) value: Value,
 }
 
 impl Expect {
-    /// Expects `value` on success.
     pub(crate) fn value(value: Value) -> Expect {
         Expect {
             value,
@@ -70,7 +63,6 @@ impl Expect {
         }
     }
 
-    /// Expects certain failure, for `reason`.
     pub(crate) fn failing(reason: &'static str) -> Expect {
         Expect {
             must_fail: Some(reason),
@@ -78,16 +70,14 @@ impl Expect {
         }
     }
 
-    /// Marks the call as certain to fail for `reason` if `condition` holds
-    /// (the first reason found is kept).
+    /// The first reason found is kept.
     pub(crate) fn fail_if(&mut self, condition: bool, reason: &'static str) {
         if condition && self.must_fail.is_none() {
             self.must_fail = Some(reason);
         }
     }
 
-    /// As it is, marked certain to fail for the first of `reasons` whose
-    /// condition holds (as [`Expect::fail_if`] on each in turn).
+    /// [`Expect::fail_if`] on each in turn.
     pub(crate) fn failing_if(mut self, reasons: &[(bool, &'static str)]) -> Expect {
         for &(condition, reason) in reasons {
             self.fail_if(condition, reason);
@@ -96,8 +86,8 @@ impl Expect {
     }
 }
 
-/// The verdict on `ret`, what `call` returned; `signaled` tells whether a
-/// signal reached the thread while the call ran. `Err` is an alarm.
+/// `signaled`: a signal reached the thread while the call ran. `Err` is an
+/// alarm.
 pub(crate) fn judge(
     call: Syscall,
     ret: i64,

@@ -1,7 +1,6 @@
-//! The call generators: one random call per step, its arguments drawn
-//! from the process's resources (live, released, other processes' and
-//! other nodes'), boundary values and bad pointers, with what it must do
-//! ([`Expect`]) and what its success changes ([`Effect`]).
+//! One random call per step: arguments from the process's resources (live,
+//! released, others'), boundary values and bad pointers, with its
+//! [`Expect`] and [`Effect`].
 
 use std::collections::VecDeque;
 use std::ptr::addr_of_mut;
@@ -26,29 +25,25 @@ use super::rng::Rng;
 use super::shared::{Offered, ProcShared};
 use super::worker::ProcessPlan;
 
-/// How long a call that should not block may run before a signal is sent
-/// to interrupt it (then again every few hundred milliseconds).
+/// A call not meant to block is signalled after this, then every few
+/// hundred milliseconds.
 pub(crate) const RUNNING_CALL_MS: u64 = 5_000;
-/// Locks one thread creates at most (locks live as long as their home).
+/// Per thread: locks live as long as their home.
 const MAX_LOCKS_CREATED: u32 = 64;
 /// Every permission a handle can be asked for or granted, ADMIN aside.
 const GRANTABLE: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ATOMIC;
 
-/// What a process's generators know of it.
 pub(crate) struct Context<'a> {
-    /// What the process was told when it was forked.
     pub(crate) plan: ProcessPlan,
-    /// This process's memory for the kernel.
     pub(crate) arena: &'a Arena,
 }
 
 impl Context<'_> {
-    /// This process's shared record.
     pub(crate) fn own(&self) -> &'static ProcShared {
         &self.plan.shared.procs[self.plan.proc as usize]
     }
 
-    /// Another fuzzing process's record (this one's if it is alone).
+    /// This one's if it is alone.
     fn other(&self, rng: &mut Rng) -> &'static ProcShared {
         let procs = self.plan.procs;
         let other =
@@ -57,21 +52,20 @@ impl Context<'_> {
     }
 }
 
-/// What one thread keeps for itself.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadState {
     pub(crate) thread: u32,
-    /// Locks it holds (the holder of a lock is a thread).
+    /// The holder of a lock is a thread, not a process.
     pub(crate) held: Vec<LiteLock>,
     /// Locks whose state is unknown after an odd result.
     pub(crate) uncertain: Vec<LiteLock>,
     pub(crate) locks_created: u32,
-    /// Locks that did not come back after a child waiting for them was
-    /// killed, with the step: checked again when fuzzing is over.
+    /// With the step, after a child waiting for them was killed: checked
+    /// again when fuzzing is over.
     pub(crate) locks_away: Vec<(LiteLock, u64)>,
 }
 
-/// The out-parameters of one thread's calls, written by the kernel.
+/// Written by the kernel.
 #[repr(C)]
 pub(crate) struct OutParams {
     pub(crate) lock: LiteLock,
@@ -84,7 +78,6 @@ pub(crate) struct OutParams {
 }
 
 impl OutParams {
-    /// Zeroed parameters.
     pub(crate) fn new() -> Box<OutParams> {
         Box::new(OutParams {
             lock: LiteLock::default(),
@@ -97,27 +90,24 @@ impl OutParams {
         })
     }
 
-    /// The lock record, filled with `lock`, as a pointer to pass.
+    /// As a pointer to pass.
     pub(crate) fn lock_record(&mut self, lock: LiteLock) -> u64 {
         self.lock = lock;
         addr_of_mut!(self.lock) as u64
     }
 }
 
-/// One call to make.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Planned {
     pub(crate) call: Syscall,
     pub(crate) args: [u64; 6],
     pub(crate) expect: Expect,
-    /// How long it may block before it is interrupted.
     pub(crate) interrupt_after_ms: u64,
     pub(crate) effect: Effect,
 }
 
 impl Planned {
-    /// `call` with the arguments `given` (the rest 0), which does not block
-    /// by design: interrupted after [`RUNNING_CALL_MS`].
+    /// A call that does not block by design, the arguments after `given` 0.
     pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
         Planned {
             call,
@@ -128,7 +118,7 @@ impl Planned {
         }
     }
 
-    /// As it is, but a call that blocks by design: interrupted after `ms`.
+    /// For a call that blocks by design.
     pub(crate) fn blocking(self, ms: u64) -> Self {
         Planned {
             interrupt_after_ms: ms,
@@ -137,11 +127,10 @@ impl Planned {
     }
 }
 
-/// A handle to pass, and what is certain about it.
 #[derive(Debug, Clone, Copy)]
 struct HandleChoice {
     raw: u64,
-    /// The process's record of it, if the process holds it.
+    /// If the process holds it.
     record: Option<LmrRecord>,
     /// Whether no call can accept it: released, or never a handle (handles
     /// are above 0 and fit a non-negative return value, as every handle
@@ -159,9 +148,8 @@ impl HandleChoice {
         }
     }
 
-    /// One the process does not hold: another process's (which may or may
-    /// not mean something here), a made-up value, or, if `released`, one
-    /// the process released, never valid again.
+    /// Another process's (which may mean something here), a made-up value,
+    /// or one the process `released`, never valid again.
     fn not_held(raw: u64, released: bool) -> Self {
         let never = raw == 0 || raw > i64::MAX as u64;
         HandleChoice {
@@ -176,8 +164,7 @@ impl HandleChoice {
         (self.certainly_invalid, reason)
     }
 
-    /// Whether it is a handle of this process to an LMR of its own
-    /// (`owner`) or to a mapping.
+    /// To an LMR of its own (`owner`) or to a mapping.
     fn held_as(self, owner: bool) -> bool {
         self.record.is_some_and(|r| r.kind.is_owner() == owner)
     }
@@ -186,8 +173,6 @@ impl HandleChoice {
         self.record.and_then(|r| r.size)
     }
 
-    /// Whether it is a handle of this process that certainly lacks
-    /// `permission`.
     fn lacks(self, permission: u64) -> bool {
         self.record.is_some_and(|r| r.permission & permission == 0)
     }
@@ -200,7 +185,6 @@ enum Area {
     Bulk,
 }
 
-/// Draws one step's call.
 pub(crate) struct Planner<'a, 'c> {
     pub(crate) rng: &'a mut Rng,
     pub(crate) ctx: &'a Context<'c>,
@@ -211,9 +195,8 @@ pub(crate) struct Planner<'a, 'c> {
 
 type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 
-/// The calls a fuzzing thread draws, how often (per thousand-ish), and
-/// their generators (`lite_join` and `lite_leave` are the unprivileged
-/// process's).
+/// Weights are per thousand-ish; `lite_join` and `lite_leave` are the
+/// unprivileged process's.
 const CALLS: [(Syscall, u32, Generator); 39] = [
     (Syscall::GetNodeId, 8, |p, c| p.node_ids(c)),
     (Syscall::GetTotalNode, 8, |p, c| p.node_ids(c)),
@@ -256,32 +239,27 @@ const CALLS: [(Syscall, u32, Generator); 39] = [
     (Syscall::DsmOpen, 12, |p, c| p.dsm_open(c)),
 ];
 
-/// Names of the LITE-DSM regions fuzzers open: few, so that processes and
-/// nodes meet in them.
+/// Few, so that processes and nodes meet in them.
 const DSM_NAMES: [u64; 3] = [
     0x4653_4d00_0000_0001,
     0x4653_4d00_0000_0002,
     0x4653_4d00_0000_0003,
 ];
-/// Sizes of the regions fuzzers create, and sizes no region may have.
 const DSM_SIZES: [u64; 3] = [4096, 8192, 65536];
 const BAD_DSM_SIZES: [u64; 3] = [0, MAX_LMR_SIZE + 1, u64::MAX];
 
-/// Sizes allocations mostly use, and chunk edges.
 const SMALL_SIZES: [u64; 9] = [1, 7, 8, 9, 64, 4095, 4096, 4097, 65536];
 const CHUNK_SIZES: [u64; 4] = [CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 1, MAX_FUZZ_LMR];
-/// Sizes no allocation may accept.
 const BAD_SIZES: [u64; 4] = [0, MAX_LMR_SIZE + 1, u64::MAX, i64::MIN as u64];
-/// Message sizes, and sizes no message may have.
 const MESSAGE_SIZES: [u64; 6] = [1, 8, 64, 4096, 65536, MAX_MESSAGE_SIZE];
 const BAD_MESSAGE_SIZES: [u64; 3] = [0, MAX_MESSAGE_SIZE + 1, u64::MAX];
 
-/// Why a call certainly fails, if the condition holds.
+/// The reason applies if the condition holds.
 type Reason = (bool, &'static str);
 
 const REFUSED_NODE: &str = "a node id of 64 or more";
 
-/// A node id of 64 or more (in the 32 bits the kernel reads) is refused.
+/// 64 or more in the low 32 bits, the only ones the kernel reads.
 fn refused_node(node: u64) -> Reason {
     (node as u32 >= MAX_NODES, REFUSED_NODE)
 }
@@ -303,14 +281,12 @@ fn refused_message_size(size: u64) -> Reason {
 }
 
 impl Planner<'_, '_> {
-    /// Draws the call of one step.
     pub(crate) fn plan(&mut self) -> Planned {
         let weights: Vec<u32> = CALLS.iter().map(|&(_, weight, _)| weight).collect();
         let (call, _, generate) = CALLS[self.rng.weighted(&weights)];
         generate(self, call)
     }
 
-    /// This node's id, or the number of nodes, as `call` asks.
     fn node_ids(&mut self, call: Syscall) -> Planned {
         let me = self.ctx.plan.me.into();
         let value = if call == Syscall::GetNodeId {
@@ -326,13 +302,10 @@ impl Planner<'_, '_> {
         Planned::of(call, &[], expect, Effect::Fence).blocking(self.blocking_ms())
     }
 
-    /// How long a call that blocks by design waits before a signal.
     fn blocking_ms(&mut self) -> u64 {
         self.rng.between(100, 3000)
     }
 
-    /// How long a call may run before a signal: as [`Self::blocking_ms`]
-    /// if it `blocks` by design, else [`RUNNING_CALL_MS`].
     fn wait_ms(&mut self, blocks: bool) -> u64 {
         if blocks {
             self.blocking_ms()
@@ -341,9 +314,8 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// A node id: this one, another member, the spread target 0, or one
-    /// out of range (some only in their upper 32 bits, which the kernel
-    /// drops).
+    /// Some out of range only in their upper 32 bits, which the kernel
+    /// drops.
     fn node(&mut self) -> u64 {
         let me = u64::from(self.ctx.plan.me);
         match self.rng.below(100) {
@@ -358,8 +330,7 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// Mostly a member: this node `me_percent` times in a hundred, another
-    /// one up to 90; else any [`Self::node`].
+    /// This node `me_percent` times in a hundred, another member up to 90.
     fn member(&mut self, me_percent: u64) -> u64 {
         let (me, nodes) = (self.ctx.plan.me, self.ctx.plan.nodes.max(1));
         match self.rng.below(100) {
@@ -377,13 +348,11 @@ impl Planner<'_, '_> {
         self.rng.mostly(85, |rng| rng.below(3), &bad)
     }
 
-    /// The password of a new LMR: mostly the shared one, so that other
-    /// fuzzers can map it once it is published.
+    /// Mostly the shared one, so that other fuzzers can map a published LMR.
     fn lmr_password(&mut self) -> u64 {
         self.rng.or_random(80, SHARED_PASSWORD)
     }
 
-    /// A handle, preferring the process's own that `prefer` accepts.
     fn handle(&mut self, prefer: impl Fn(&LmrRecord) -> bool) -> HandleChoice {
         let roll = self.rng.below(100);
         if roll < 72 {
@@ -414,7 +383,6 @@ impl Planner<'_, '_> {
         HandleChoice::not_held(self.rng.choose(&made_up), false)
     }
 
-    /// The right password of `choice`, or now and then a wrong one.
     fn password(&mut self, choice: HandleChoice) -> (u64, bool) {
         match choice.record {
             Some(record) if self.rng.percent(92) => (record.password, false),
@@ -423,8 +391,8 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// An offset and length in an LMR of `size` bytes (4 KiB if unknown),
-    /// mostly inside it; whether the range is certainly outside.
+    /// Mostly inside (4 KiB if `size` is unknown); whether it is certainly
+    /// outside.
     fn range(&mut self, size: Option<u64>) -> (u64, u64, bool) {
         let s = size.unwrap_or(PAGE as u64).max(1);
         let (offset, len) = match self.rng.below(100) {
@@ -454,8 +422,7 @@ impl Planner<'_, '_> {
         (offset, len, outside)
     }
 
-    /// A buffer of `len` bytes the kernel reads (`kernel_writes` false) or
-    /// writes; whether that certainly faults.
+    /// Whether the access certainly faults.
     fn buffer(&mut self, len: u64, kernel_writes: bool, area: Area) -> (u64, bool) {
         if self.rng.percent(12) {
             return self.bad_pointer(len, kernel_writes);
@@ -470,8 +437,6 @@ impl Planner<'_, '_> {
         (start + self.rng.below(slack + 1), false)
     }
 
-    /// A bad pointer of any kind; whether a kernel write (`kernel_writes`)
-    /// or read of `len` bytes through it certainly faults.
     fn bad_pointer(&mut self, len: u64, kernel_writes: bool) -> (u64, bool) {
         let kind = self.rng.choose(&BadPointer::ALL);
         (
@@ -480,9 +445,6 @@ impl Planner<'_, '_> {
         )
     }
 
-    /// `good` (`percent` times in a hundred), else a bad pointer; whether
-    /// a kernel write (`kernel_writes`) or read of `len` bytes through it
-    /// certainly faults.
     fn or_bad_pointer(
         &mut self,
         percent: u32,
@@ -497,10 +459,9 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// What a receive names: a port, the largest message (one of
-    /// `sizes`) and a buffer for it; whether every message (at least one
-    /// byte) would fault, so that the receive certainly fails (a message,
-    /// or the lack of one, is an error).
+    /// Port, largest message and buffer; whether every message (at least
+    /// one byte) would fault, so that the receive certainly fails (a
+    /// message, or the lack of one, is an error).
     fn receive_target<const N: usize>(&mut self, sizes: &[u64; N]) -> (u64, u64, u64, bool) {
         let port = self.some_port(65);
         let max_size = self.rng.choose(sizes);
@@ -549,7 +510,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &[node, size, flags, password], expect, effect)
     }
 
-    /// A read or a write, synchronous or not, as `call` is.
     fn transfer(&mut self, call: Syscall) -> Planned {
         let write = matches!(call, Syscall::RdmaWrite | Syscall::RdmaWriteAsync);
         let asynchronous = matches!(call, Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync);
@@ -588,8 +548,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, effect)
     }
 
-    /// A free or deregistration of an LMR, or the unmap of a mapping, as
-    /// `call` is.
     fn release(&mut self, call: Syscall) -> Planned {
         let owner = call != Syscall::UmapLmr;
         let choice = self.handle(|r| r.kind.is_owner() == owner);
@@ -662,7 +620,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, Effect::None)
     }
 
-    /// A name of this process for an LMR of `size` bytes.
     fn own_name(&mut self, size: Option<u64>) -> u64 {
         let class = size.map_or(super::pool::UNSIZED_CLASS, size_class);
         let ProcessPlan { me, proc, .. } = self.ctx.plan;
@@ -691,9 +648,8 @@ impl Planner<'_, '_> {
         Planned::of(call, &[data, size, name, SHARED_PASSWORD], expect, effect)
     }
 
-    /// Permission bits to ask for or grant: mostly some of the grantable
-    /// ones; whether they are certainly refused (unknown bits, or ADMIN
-    /// where `admin_refused`).
+    /// Whether they are certainly refused: unknown bits, or ADMIN where
+    /// `admin_refused`.
     fn permission(&mut self, admin_refused: bool) -> (u64, bool) {
         if self.rng.percent(88) {
             let bits = self.rng.between(1, GRANTABLE) & GRANTABLE;
@@ -856,7 +812,6 @@ impl Planner<'_, '_> {
         self.rng.below(POOL_PORTS.into())
     }
 
-    /// A port this process registered (or a pool port).
     fn own_port(&mut self) -> u64 {
         match self.rng.pick(&self.pool.ports) {
             Some(&(port, _)) => port.into(),
@@ -919,9 +874,8 @@ impl Planner<'_, '_> {
         Planned::of(call, &[node, port], expect, Effect::None)
     }
 
-    /// A `port_priority` for a send to `node`; whether it is certainly
-    /// refused (a bad port or priority, or the non-blocking flag where
-    /// `nonblock_refused`), and whether it carries that flag.
+    /// Whether it is certainly refused (a bad port or priority, or the
+    /// non-blocking flag where `nonblock_refused`); whether it has that flag.
     fn port_priority(
         &mut self,
         node: u64,
@@ -996,7 +950,6 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// Flags of a receive: mostly non-blocking; whether they are unknown.
     fn receive_flags(&mut self) -> (u64, bool) {
         match self.rng.below(100) {
             0..=64 => (u64::from(RECV_NONBLOCK), false),
@@ -1005,8 +958,7 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// A port of this process `own_percent` times in a hundred, a pool
-    /// port up to 90, else a bad one.
+    /// Own `own_percent` times in a hundred, a pool port up to 90.
     fn some_port(&mut self, own_percent: u64) -> u64 {
         match self.rng.below(100) {
             roll if roll < own_percent => self.own_port(),
@@ -1032,7 +984,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &args, expect, Effect::Receive).blocking(self.wait_ms(flags == 0))
     }
 
-    /// A reply, alone or with the next receive, as `call` is.
     fn reply(&mut self, call: Syscall) -> Planned {
         // A descriptor to answer; whether it certainly is none of this
         // process's unanswered ones.
@@ -1193,7 +1144,6 @@ impl Planner<'_, '_> {
         Planned::of(call, &[home, lock], expect, Effect::LearnLock)
     }
 
-    /// A lock this process knows of (its own or another process's), if any.
     fn known_lock(&mut self) -> Option<LiteLock> {
         if self.rng.percent(70) {
             if let Some(&lock) = self.rng.pick(&self.pool.locks) {
@@ -1238,8 +1188,8 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// A lock or an unlock, as `call` is: mostly of a lock the thread
-    /// holds (more often for an unlock) or knows, else a made-up one.
+    /// Mostly of a lock the thread holds (more often for an unlock) or
+    /// knows.
     fn lock(&mut self, call: Syscall) -> Planned {
         let locking = call == Syscall::Lock;
         let (held_cut, known_cut) = if locking { (7, 89) } else { (59, 84) };
@@ -1289,8 +1239,7 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// Opens (or creates, on this node) a region, which the worker maps and
-    /// touches before closing it.
+    /// The worker maps and touches the region before closing it.
     fn dsm_open(&mut self, call: Syscall) -> Planned {
         let me = u64::from(self.ctx.plan.me);
         let create = self.rng.percent(40);
@@ -1352,12 +1301,8 @@ mod tests {
         })
     }
 
-    /// The 4,000 steps seed `seed` plans with `pool` and `state`, each
-    /// shown to `look` with the arena and given
-    /// with a line telling all of it: its arguments (addresses as offsets
-    /// into the arena or the out-parameters, which move between runs), the
-    /// records written for the kernel, the expectations, the time it may
-    /// block and the effect.
+    /// Each step with a line telling all of it, addresses as offsets into
+    /// the arena or the out-parameters, which move between runs.
     fn plan_steps(
         seed: u64,
         pool: &Pool,
@@ -1447,9 +1392,8 @@ mod tests {
         steps
     }
 
-    /// What seed 3 plans with a pool holding every kind of resource, as a
-    /// digest: a change to how the fuzzer draws (or to the arena's layout)
-    /// changes it, and only an intended one may change the value here.
+    /// Only an intended change to how the fuzzer draws (or to the arena's
+    /// layout) may change the digest.
     #[test]
     fn planning_draws_what_it_always_drew() {
         let mut pool = Pool::default();

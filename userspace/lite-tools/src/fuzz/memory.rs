@@ -22,55 +22,47 @@ use std::ptr;
 
 use lite::sys::CHUNK_SIZE;
 
-/// Page size of x86_64.
 pub(crate) const PAGE: usize = 4096;
-/// Each thread's window for the unmap-during-a-call race.
+/// Per thread, for the unmap-during-a-call race.
 pub(crate) const RACE_WINDOW: usize = 64 << 10;
-/// Each thread's scratch buffer.
+/// Per thread.
 pub(crate) const SCRATCH: usize = 1 << 20;
-/// Buffers of asynchronous reads, which the kernel fills when reaped.
+/// The kernel fills asynchronous reads' buffers when they are reaped.
 pub(crate) const ASYNC_AREA: usize = 4 << 20;
 /// Registered memory and the sources of large copies.
 pub(crate) const BULK_AREA: usize = 8 << 20;
-/// The largest LMR any fuzzer creates: two chunks and a page.
+/// The largest LMR any fuzzer creates.
 pub(crate) const MAX_FUZZ_LMR: u64 = 2 * CHUNK_SIZE + PAGE as u64;
 /// No-access memory after the read-write part, longer than any LMR.
 pub(crate) const TAIL_GUARD: usize = 16 << 20;
 
 const _: () = assert!(MAX_FUZZ_LMR < TAIL_GUARD as u64);
 
-/// A kernel address in the direct map of x86_64 (not a user address).
+/// In the direct map of x86_64.
 pub(crate) const KERNEL_ADDRESS: u64 = 0xffff_8880_0000_0000;
-/// The first address past the user half of x86_64.
 pub(crate) const NON_CANONICAL: u64 = 0x0000_8000_0000_0000;
-/// A page below `mmap_min_addr`, which nothing can map.
+/// Below `mmap_min_addr`, so nothing can map it.
 pub(crate) const LOW_PAGE: u64 = 0x1000;
 
-/// A pointer the kernel must not accept (for the accesses noted).
+/// For the accesses noted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BadPointer {
-    /// 0.
     Null,
-    /// A page nothing can map.
     LowPage,
-    /// Kernel memory.
     Kernel,
-    /// Past the user half.
     NonCanonical,
-    /// `u64::MAX`.
     Max,
     /// A mapped page without any access.
     NoAccess,
-    /// A read-only page: bad only where the kernel writes.
+    /// Bad only where the kernel writes.
     ReadOnly,
     /// The last 16 bytes before the tail guard: bad for more than 16 bytes.
     Straddle,
-    /// `i64::MIN` as an address.
+    /// `i64::MIN`.
     SignBit,
 }
 
 impl BadPointer {
-    /// Every kind.
     pub(crate) const ALL: [BadPointer; 9] = [
         BadPointer::Null,
         BadPointer::LowPage,
@@ -83,8 +75,6 @@ impl BadPointer {
         BadPointer::SignBit,
     ];
 
-    /// Whether a kernel write (`writes`) or read of `len` bytes through
-    /// it must fail.
     pub(crate) fn faults(self, len: u64, writes: bool) -> bool {
         match self {
             BadPointer::ReadOnly if !writes => false,
@@ -94,10 +84,8 @@ impl BadPointer {
     }
 }
 
-/// Bytes before the tail guard that [`BadPointer::Straddle`] points to.
 const STRADDLE_ROOM: u64 = 16;
 
-/// A process's arena (see the module comment).
 #[derive(Debug)]
 pub(crate) struct Arena {
     base: usize,
@@ -106,8 +94,6 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
-    /// Reserves and maps the arena of a process with `threads` fuzzing
-    /// threads.
     pub(crate) fn new(threads: usize) -> io::Result<Arena> {
         let len = 2 * PAGE + threads * RACE_WINDOW + read_write_len(threads) + TAIL_GUARD;
         let flags = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
@@ -135,9 +121,8 @@ impl Arena {
         Ok(())
     }
 
-    /// Replaces `[start, start + len)` of the arena by fresh anonymous
-    /// memory with `prot`: the old pages are unmapped, the addresses stay
-    /// reserved so that nothing else can be mapped there.
+    /// With fresh anonymous memory: the addresses stay reserved so that
+    /// nothing else can be mapped there.
     fn remap(&self, start: usize, len: usize, prot: libc::c_int) -> io::Result<()> {
         let flags = libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_NORESERVE;
         // SAFETY: MAP_FIXED inside the arena's own reservation replaces
@@ -149,33 +134,28 @@ impl Arena {
         self.base + 2 * PAGE + self.threads * RACE_WINDOW
     }
 
-    /// End of the read-write part, where the tail guard starts.
+    /// Where the tail guard starts.
     fn read_write_end(&self) -> usize {
         self.read_write_start() + read_write_len(self.threads)
     }
 
-    /// Thread `thread`'s scratch buffer ([`SCRATCH`] bytes).
     pub(crate) fn scratch(&self, thread: usize) -> u64 {
         (self.read_write_start() + (thread % self.threads.max(1)) * SCRATCH) as u64
     }
 
-    /// The async area ([`ASYNC_AREA`] bytes).
     pub(crate) fn async_area(&self) -> u64 {
         (self.read_write_start() + self.threads * SCRATCH) as u64
     }
 
-    /// The bulk area ([`BULK_AREA`] bytes).
     pub(crate) fn bulk_area(&self) -> u64 {
         self.async_area() + ASYNC_AREA as u64
     }
 
-    /// Thread `thread`'s race window ([`RACE_WINDOW`] bytes).
     pub(crate) fn race_window(&self, thread: usize) -> u64 {
         (self.base + 2 * PAGE + (thread % self.threads.max(1)) * RACE_WINDOW) as u64
     }
 
-    /// Unmaps thread `thread`'s race window, keeping its addresses reserved
-    /// (or, with `mapped`, maps it again, readable and writable).
+    /// Unmapped, the addresses stay reserved.
     pub(crate) fn remap_window(&self, thread: usize, mapped: bool) -> io::Result<()> {
         let prot = if mapped {
             libc::PROT_READ | libc::PROT_WRITE
@@ -185,7 +165,6 @@ impl Arena {
         self.remap(self.race_window(thread) as usize, RACE_WINDOW, prot)
     }
 
-    /// The address a [`BadPointer`] stands for in this arena.
     pub(crate) fn bad_pointer(&self, kind: BadPointer) -> u64 {
         match kind {
             BadPointer::Null => 0,
@@ -218,9 +197,6 @@ impl Drop for Arena {
     }
 }
 
-/// Maps `len` bytes of fresh anonymous memory with `prot` and `flags` (at
-/// `at`, with `MAP_FIXED`); the address.
-///
 /// # Safety
 ///
 /// With `MAP_FIXED`, whatever `at..at + len` held is replaced: nothing may
@@ -247,9 +223,8 @@ fn read_write_len(threads: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// Whether this process can touch `address` (through `/proc/self/mem`
-    /// access rules, without faulting): reads one byte with
-    /// `process_vm_readv`, which fails with EFAULT where nothing readable is.
+    /// Without faulting: `process_vm_readv` fails with EFAULT where nothing
+    /// readable is.
     fn readable(address: u64) -> bool {
         let mut byte = 0u8;
         let local = libc::iovec {

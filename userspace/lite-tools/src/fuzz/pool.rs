@@ -17,18 +17,16 @@ use lite::sys::{
 
 use super::memory::PAGE;
 
-/// Tag of every name the fuzzers publish ("LF").
+/// "LF".
 const NAME_TAG: u64 = 0x4c46 << 48;
-/// The process field of the coordinator's names (not a fuzzing process).
+/// The process field of the coordinator's names.
 const COORDINATOR: u64 = 0xff;
 /// Names per (node, process, size class).
 pub(crate) const NAME_SLOTS: u64 = 4;
-/// Sizes of the LMRs published under names, by class.
 pub(crate) const SIZE_CLASSES: [u64; 4] = [64, PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64];
-/// The class of a name whose LMR's size is none of [`SIZE_CLASSES`].
+/// For a size none of [`SIZE_CLASSES`].
 pub(crate) const UNSIZED_CLASS: u64 = 15;
 
-/// Name `slot` of size class `class` of process `proc` on node `node`.
 pub(crate) fn fuzz_name(node: u32, proc: u32, class: u64, slot: u64) -> u64 {
     NAME_TAG
         | (u64::from(node) & 0xff) << 40
@@ -37,7 +35,6 @@ pub(crate) fn fuzz_name(node: u32, proc: u32, class: u64, slot: u64) -> u64 {
         | (slot & 0xffff)
 }
 
-/// The size class of an LMR of `size` bytes.
 pub(crate) fn size_class(size: u64) -> u64 {
     SIZE_CLASSES
         .iter()
@@ -45,7 +42,6 @@ pub(crate) fn size_class(size: u64) -> u64 {
         .map_or(UNSIZED_CLASS, |class| class as u64)
 }
 
-/// The size of the LMR behind a fuzzer's name, if the name tells it.
 pub(crate) fn size_of_name(name: u64) -> Option<u64> {
     if name & (0xffff << 48) != NAME_TAG {
         return None;
@@ -53,32 +49,26 @@ pub(crate) fn size_of_name(name: u64) -> Option<u64> {
     SIZE_CLASSES.get(((name >> 16) & 0xff) as usize).copied()
 }
 
-/// The password of most LMRs the fuzzers create, and of every name they
-/// ask for.
+/// Of most LMRs the fuzzers create, and of every name they ask for.
 pub(crate) const SHARED_PASSWORD: u64 = 0x4c46_7061_7373_7764;
 
-/// The name the coordinator of node `node` publishes when its fuzzers
-/// start (`kind` [`READY`]) and when they are done ([`DONE`]).
 pub(crate) fn coordinator_name(node: u32, kind: u64) -> u64 {
     NAME_TAG | (u64::from(node) & 0xff) << 40 | COORDINATOR << 32 | kind
 }
 
-/// Kind of the coordinator's name published when fuzzing starts.
+/// Kinds of [`coordinator_name`]: fuzzing starts, fuzzing is done.
 pub(crate) const READY: u64 = 1;
-/// Kind of the coordinator's name published when fuzzing is done.
 pub(crate) const DONE: u64 = 2;
 
-/// Ports every fuzzer registers, receives on and calls, on any node.
+/// Every fuzzer registers, receives on and calls them, on any node.
 pub(crate) const POOL_PORTS: u32 = 32;
 
-/// The port of thread `thread` of process `proc` (of `threads` each) for
-/// races with processes of its own: above [`POOL_PORTS`], which random
+/// For races with processes of its own: above [`POOL_PORTS`], which random
 /// calls never use, so no other process takes its messages.
 pub(crate) fn race_port(proc: u32, threads: u32, thread: u32) -> u32 {
     POOL_PORTS + (proc * threads + thread) % (MAX_PORTS - POOL_PORTS)
 }
 
-/// Packs a lock for [`super::shared::Offered`].
 pub(crate) fn pack_lock(lock: LiteLock) -> u64 {
     u64::from(lock.home) << 32 | u64::from(lock.number)
 }
@@ -90,7 +80,6 @@ pub(crate) fn unpack_lock(value: u64) -> LiteLock {
     }
 }
 
-/// How a process came to hold an LMR handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LmrKind {
     /// `lite_alloc_remote` (with `LITE_ALLOC_ATOMIC` if `atomic`).
@@ -104,27 +93,24 @@ pub(crate) enum LmrKind {
 }
 
 impl LmrKind {
-    /// Whether the handle is the LMR's creator's (ADMIN).
+    /// The creator's handle has ADMIN.
     pub(crate) fn is_owner(self) -> bool {
         !matches!(self, LmrKind::Mapping { .. })
     }
 }
 
-/// An LMR handle the process holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LmrRecord {
     pub(crate) handle: u64,
     pub(crate) password: u64,
-    /// Its size, when known.
     pub(crate) size: Option<u64>,
-    /// The permissions asked for or given (`LITE_PERM_*`).
+    /// `LITE_PERM_*` asked for or given.
     pub(crate) permission: u64,
     pub(crate) kind: LmrKind,
 }
 
 impl LmrRecord {
-    /// Whether the handle certainly lacks ATOMIC or is not an 8-byte LMR,
-    /// so that atomics on it must fail.
+    /// Certainly lacks ATOMIC or is not an 8-byte LMR.
     pub(crate) fn never_atomic(&self) -> bool {
         let lacks_atomic = self.permission & PERM_ATOMIC == 0;
         let wrong_size = self.size.is_some_and(|size| size != 8);
@@ -136,52 +122,43 @@ impl LmrRecord {
     }
 }
 
-/// What the creator of an LMR may do with it (atomics aside).
+/// Atomics aside.
 pub(crate) const OWNER_PERMISSIONS: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN;
 
 /// Bounds that keep a process's footprint small enough for every node.
 pub(crate) const MAX_LMRS: usize = 32;
-/// Bytes of LMRs one process allocates at most (its own and remote).
+/// Its own and remote.
 pub(crate) const MAX_LMR_BYTES: u64 = 16 << 20;
-/// Ports one process keeps registered at most.
 pub(crate) const MAX_PORTS_HELD: usize = 4;
-/// Registrations one process keeps at most.
 pub(crate) const MAX_REGISTRATIONS: usize = 8;
-/// Released identifiers remembered, per kind.
+/// Per kind.
 const STALE: usize = 32;
-/// Release attempts remembered: far more than the process's threads make
-/// while one race runs.
+/// Far more than the process's threads make while one race runs.
 const RELEASE_ATTEMPTS: usize = 1024;
 
-/// What a process holds, shared by its threads.
+/// Shared by the process's threads.
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
     pub(crate) lmrs: Vec<LmrRecord>,
-    /// Handles released by a call that returned 0: never valid again.
+    /// Released by a call that returned 0: never valid again.
     pub(crate) stale_handles: VecDeque<u64>,
-    /// Names published by this process, with their LMR's handle.
+    /// With their LMR's handle.
     pub(crate) names: Vec<(u64, u64)>,
-    /// Ports registered by this process, with their message size.
+    /// With their message size.
     pub(crate) ports: Vec<(u32, u64)>,
-    /// Locks created or asked for.
     pub(crate) locks: Vec<LiteLock>,
-    /// Asynchronous operations not reaped yet.
     pub(crate) ops: Vec<u64>,
-    /// Those of `ops` that are RPC calls (reaping one returns a length).
+    /// RPC calls: reaping one returns a length.
     pub(crate) calls: Vec<u64>,
-    /// Operations reaped (their ids are never valid again).
     pub(crate) stale_ops: VecDeque<u64>,
-    /// Descriptors received and not answered yet.
     pub(crate) descriptors: Vec<u64>,
-    /// Descriptors answered with success.
     pub(crate) stale_descriptors: VecDeque<u64>,
-    /// Handle values the process's threads last tried to release, noted
-    /// before each call: a value made up or taken from another process may
-    /// be a handle a race of this process holds outside the pool.
+    /// Noted before each release: a value made up or taken from another
+    /// process may be a handle a race of this process holds outside the pool.
     release_attempts: VecDeque<u64>,
 }
 
-/// Appends `value` to `list`, dropping the oldest beyond `capacity`.
+/// Drops the oldest beyond `capacity`.
 fn remember(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
     if list.len() == capacity {
         list.pop_front();
@@ -190,7 +167,6 @@ fn remember(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
 }
 
 impl Pool {
-    /// Bytes of the LMRs this process allocated and still holds.
     pub(crate) fn allocated_bytes(&self) -> u64 {
         self.lmrs
             .iter()
@@ -217,26 +193,22 @@ impl Pool {
         self.lmrs.push(record);
     }
 
-    /// `handle` was released (freed, deregistered or unmapped): it and the
-    /// names of its LMR are gone.
+    /// Its LMR's names go too.
     pub(crate) fn release_lmr(&mut self, handle: u64) {
         self.forget_lmr(handle);
         remember(&mut self.stale_handles, handle, STALE);
     }
 
-    /// A thread is about to release `handle` (which may be any value).
     pub(crate) fn note_release_attempt(&mut self, handle: u64) {
         remember(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
     }
 
-    /// Whether a thread tried to release `handle` lately, so that a race
-    /// holding it may find it gone.
     pub(crate) fn release_attempted(&self, handle: u64) -> bool {
         self.release_attempts.contains(&handle)
     }
 
-    /// `handle` may or may not be valid any more (a release that failed
-    /// oddly): it is neither used as valid nor as certainly stale.
+    /// After a release that failed oddly: neither used as valid nor as
+    /// certainly stale.
     pub(crate) fn forget_lmr(&mut self, handle: u64) {
         self.lmrs.retain(|r| r.handle != handle);
         self.names.retain(|&(_, h)| h != handle);
@@ -253,7 +225,7 @@ impl Pool {
         remember(&mut self.stale_descriptors, descriptor, STALE);
     }
 
-    /// Adds a lock, once.
+    /// Once.
     pub(crate) fn add_lock(&mut self, lock: LiteLock) {
         if !self.locks.contains(&lock) {
             if self.locks.len() >= 64 {

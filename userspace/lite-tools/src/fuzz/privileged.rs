@@ -32,19 +32,17 @@ use crate::debugfs::{
 };
 use crate::kernel::NOBODY;
 
-/// The settings written besides the QoS parameters: debugfs files
-/// holding a number.
+/// Besides the QoS parameters.
 const TIMINGS: [&str; 2] = [HEARTBEAT_FILE, MANAGER_TIMEOUT_FILE];
 
-/// A setting opened for writing by root, and the text to write to it.
+/// Opened for writing by root.
 pub(crate) struct Setting {
     name: &'static str,
     file: File,
     value: String,
 }
 
-/// Opens LITE's writable settings for writing (as root) and reads their
-/// values; the settings that could not be opened are named in the `Err`s.
+/// Also names the settings that could not be opened.
 pub(crate) fn open_settings() -> (Vec<Setting>, Vec<String>) {
     let mut settings = Vec::new();
     let mut missing = Vec::new();
@@ -75,8 +73,8 @@ pub(crate) fn open_settings() -> (Vec<Setting>, Vec<String>) {
     (settings, missing)
 }
 
-/// Gives up root for good: no supplementary group, user and group
-/// [`NOBODY`], and with them every capability.
+/// For good: no supplementary group, user and group [`NOBODY`], and with
+/// them every capability.
 fn drop_privilege() -> io::Result<()> {
     // SAFETY: these calls only change the credentials of this process,
     // which has a single thread.
@@ -91,7 +89,6 @@ fn drop_privilege() -> io::Result<()> {
     Ok(())
 }
 
-/// What the unprivileged process needs.
 pub(crate) struct UnprivilegedPlan<'a> {
     pub(crate) seed: u64,
     pub(crate) me: u32,
@@ -101,7 +98,6 @@ pub(crate) struct UnprivilegedPlan<'a> {
     pub(crate) settings: &'a mut [Setting],
 }
 
-/// The body of the forked unprivileged process; returns its exit status.
 pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
     let shared = plan.shared;
     let origin = format!("node {} unprivileged process", plan.me);

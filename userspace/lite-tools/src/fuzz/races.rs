@@ -1,15 +1,5 @@
-//! Races: calls that overlap with what another thread or process does to
-//! the same resource.
-//!
-//! * an LMR freed, deregistered or revoked while a helper thread
-//!   transfers with it;
-//! * a buffer unmapped by a helper thread while the kernel uses it;
-//! * a child process using its parent's handles, lock, descriptor, port
-//!   and operation (none of which it inherits);
-//! * a child killed while it waits for a lock the parent's thread holds,
-//!   or while it waits for an RPC reply; a child server exiting with a
-//!   request unanswered;
-//! * a port unregistered while a helper thread waits to receive from it.
+//! Races: calls that overlap with what a helper thread or a child process
+//! does to the same resource ([`RACES`]).
 //!
 //! Children are forked from a multi-threaded process, so they make raw
 //! system calls only, on memory prepared before the fork (their results
@@ -42,30 +32,22 @@ use super::rng::Rng;
 use super::shared::now_ms;
 use super::worker::Caller;
 
-/// Chance per step, in thousandths, that a thread runs a race.
+/// Per step.
 pub(crate) const RACE_PER_MILLE: u32 = 25;
-/// How long a waiter may take to learn that what it waits for is gone.
 const WOKEN_WITHIN_MS: u64 = 15_000;
-/// How long a lock may take to come back after its waiting child died
-/// (other nodes may have queued for it meanwhile).
+/// Other nodes may have queued for the lock meanwhile.
 const LOCK_BACK_WITHIN_MS: u64 = 25_000;
-/// How long a lock that did not come back during the run may take once
-/// fuzzing is over: by then every thread gives back what it holds, so only
-/// a turn that was never passed on keeps it away.
+/// By then every thread gives back what it holds, so only a turn that was
+/// never passed on keeps a lock away.
 const LOCK_BACK_AFTER_RUN_MS: u64 = 40_000;
-/// How long a child may take to report its results.
 const CHILD_REPORT: Duration = Duration::from_secs(30);
-/// How long a child may take to report that it is about to call.
 const CHILD_READY: Duration = Duration::from_secs(10);
-/// Name slots of the races, apart from those other fuzzers guess.
+/// Apart from the name slots other fuzzers guess.
 const RACE_NAME_SLOT: u64 = 0x100;
-/// The kind of the LMRs races allocate.
 const ALLOCATED: LmrKind = LmrKind::Allocated { atomic: false };
 
-/// A race, as a thread runs it.
 type Race = fn(&mut RaceRun<'_, '_, '_>);
 
-/// The races a thread draws from.
 const RACES: [Race; 9] = [
     |race| race.release_during_transfer(false),
     |race| race.release_during_transfer(true),
@@ -78,9 +60,8 @@ const RACES: [Race; 9] = [
     |race| race.unregister_during_receive(),
 ];
 
-/// Takes once more each lock that did not come back after its waiting
-/// child was killed, now that fuzzing is over and every thread has given
-/// back its locks; one that still stays away lost the child's turn.
+/// Now every thread has given back its locks, so a lock that still stays
+/// away lost the killed child's turn.
 pub(crate) fn recheck_locks_away(
     caller: &Caller<'_, '_>,
     helper: &Caller<'_, '_>,
@@ -106,7 +87,6 @@ pub(crate) fn recheck_locks_away(
     }
 }
 
-/// Runs one race, drawn from `rng`.
 pub(crate) fn run(
     caller: &Caller<'_, '_>,
     helper: &Caller<'_, '_>,
@@ -135,14 +115,12 @@ struct RaceRun<'x, 'r, 'a> {
 }
 
 impl<'a> RaceRun<'_, '_, 'a> {
-    /// Makes `call` with the arguments `given` on this thread: `value` on
-    /// success, else a documented error.
+    /// `value` on success, else a documented error.
     fn plain(&self, call: Syscall, given: &[u64], value: Value) -> i64 {
         self.caller.simple(self.step, call, args(given), value)
     }
 
-    /// Makes `call`, which returns 0 on success and must succeed (or, if
-    /// not `succeeds`, fail) for `reason`.
+    /// For a call that returns 0 on success.
     fn certain(&self, call: Syscall, given: &[u64], succeeds: bool, reason: &'static str) -> i64 {
         let expect = Expect {
             must_succeed: succeeds.then_some(reason),
@@ -153,7 +131,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.caller.run(self.step, &planned)
     }
 
-    /// Counts and judges `ret`, what a child returned for `call`.
     fn judge_child(&self, call: Syscall, args: &[u64; 6], ret: i64, expect: &Expect) {
         self.caller.run.ctx.own().count(call, ret);
         self.caller.check(self.step, call, args, ret, false, expect);
@@ -179,7 +156,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.ctx().arena.scratch(self.thread())
     }
 
-    /// This node or another member.
     fn some_node(&mut self) -> u32 {
         let nodes = self.ctx().plan.nodes.max(1);
         self.rng.between(1, nodes.into()) as u32
@@ -190,14 +166,12 @@ impl<'a> RaceRun<'_, '_, 'a> {
         race_port(plan.proc, plan.threads, self.state.thread)
     }
 
-    /// A name of this thread's for races, in `slot` past [`RACE_NAME_SLOT`].
     fn race_name(&self, size: u64, slot: u64) -> u64 {
         let plan = &self.ctx().plan;
         fuzz_name(plan.me, plan.proc, size_class(size), RACE_NAME_SLOT + slot)
     }
 
-    /// Allocates (or registers, with `register`) a fresh LMR; its handle,
-    /// size and password.
+    /// Handle, size and password.
     fn fresh_lmr(&mut self, register: bool) -> Option<(u64, u64, u64)> {
         let password = self.rng.next_u64();
         let page = PAGE as u64;
@@ -216,8 +190,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         (ret > 0).then_some((ret as u64, args[1], password))
     }
 
-    /// A few transfers with `handle` by the helper thread, from its own
-    /// buffer; asynchronous ones are reaped at the end.
+    /// Asynchronous ones are reaped at the end.
     fn helper_transfers(
         &mut self,
         handle: u64,
@@ -240,7 +213,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
             .collect()
     }
 
-    /// Runs `calls` on the helper thread while `main` runs on this one.
     fn with_helper<T>(
         &mut self,
         calls: &[(Syscall, [u64; 6])],
@@ -276,8 +248,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         std::thread::sleep(Duration::from_micros(self.rng.below(3000)));
     }
 
-    /// Releases `handle` with `call` after a short pause, while the helper
-    /// makes `calls`.
     fn release_during(
         &mut self,
         calls: &[(Syscall, [u64; 6])],
@@ -291,8 +261,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         })
     }
 
-    /// Frees (or deregisters) an LMR while the helper transfers with it;
-    /// afterwards the handle must be refused.
+    /// Afterwards the handle must be refused.
     fn release_during_transfer(&mut self, deregister: bool) {
         let Some((handle, size, password)) = self.fresh_lmr(deregister) else {
             return;
@@ -308,10 +277,9 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.settle(handle, size, password, ret, kind);
     }
 
-    /// Releases `handle`, which this race holds outside the pool, with
-    /// `call`. That must succeed, unless another thread of the process
-    /// released the same value meanwhile: one it made up or took from
-    /// another process, which it may do (and then the handle is gone).
+    /// `handle` is outside the pool. The release must succeed, unless
+    /// another thread of the process released the same value meanwhile: one
+    /// it made up or took from another process, which it may do.
     fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
         let args = args(&[handle]);
         let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
@@ -330,8 +298,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// After a release in a race: a released handle must be refused; one
-    /// that was not released goes to the pool.
+    /// A released handle must be refused; one that was not goes to the pool.
     fn settle(&mut self, handle: u64, size: u64, password: u64, released: i64, kind: LmrKind) {
         if released == 0 {
             self.pool().release_lmr(handle);
@@ -349,8 +316,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// Frees an LMR while the helper transfers through a mapping of it:
-    /// the mapping must then be refused, and may still be dropped.
+    /// The mapping must then be refused, and may still be dropped.
     fn revoke_during_transfer(&mut self) {
         let Some((handle, size, password)) = self.fresh_lmr(false) else {
             return;
@@ -386,7 +352,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// The helper unmaps the thread's race window while a call uses it.
     fn unmap_during_call(&mut self) {
         let arena = self.ctx().arena;
         let thread = self.thread();
@@ -452,7 +417,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// A child uses what its parent holds: every call must fail.
+    /// A child inherits none of its parent's resources.
     fn fork_with_handles(&mut self) {
         use Syscall::*;
         let scratch = self.scratch();
@@ -527,8 +492,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// A child waits for a lock this thread holds and is killed; the lock
-    /// must come back to this thread.
     fn child_dies_waiting_for_lock(&mut self) {
         let home = self.some_node();
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
@@ -577,9 +540,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// Takes `lock`, waiting up to `within_ms`, and gives it back; whether
-    /// it stayed away all that time (a lock call that failed sooner tells
-    /// nothing).
+    /// A lock call that failed sooner tells nothing.
     fn stays_away(&mut self, lock: LiteLock, within_ms: u64) -> bool {
         let since = now_ms();
         if self.take_lock(lock, within_ms) {
@@ -589,8 +550,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         now_ms() - since >= within_ms
     }
 
-    /// Locks `lock`, retrying after stray signals for up to `within_ms`;
-    /// whether the thread holds it.
+    /// Retries after stray signals.
     fn take_lock(&mut self, lock: LiteLock, within_ms: u64) -> bool {
         let since = now_ms();
         loop {
@@ -610,7 +570,6 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
     }
 
-    /// Whether unlocking `lock`, which this thread took, worked.
     fn give_back(&mut self, lock: LiteLock) -> bool {
         let pointer = self.out.lock_record(lock);
         let ret = self.certain(Syscall::Unlock, &[pointer], true, "a lock this thread took");
@@ -621,14 +580,11 @@ impl<'a> RaceRun<'_, '_, 'a> {
         ret == 0
     }
 
-    /// The arguments that register `port` with a name the kernel reads
-    /// from the arena's read-only page.
     fn race_port_registration(&self, port: u64) -> [u64; 6] {
         let name = self.ctx().arena.bad_pointer(BadPointer::ReadOnly);
         args(&[port, 4096, name, 8])
     }
 
-    /// Registers the thread's race port; whether that worked.
     fn register_race_port(&mut self) -> bool {
         let args = self.race_port_registration(self.race_port().into());
         self.plain(Syscall::RegisterApplication, &args, Value::Zero) == 0
@@ -640,8 +596,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.certain(Syscall::UnregisterApplication, &[port], true, reason);
     }
 
-    /// A child calls this process's port and is killed while it waits for
-    /// the reply; the request is then taken and answered, or not.
+    /// The request is then taken and answered, or not.
     fn caller_dies_waiting_for_reply(&mut self) {
         if !self.register_race_port() {
             return;
@@ -684,8 +639,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.unregister_race_port();
     }
 
-    /// A child serves this node's port and exits with the request taken
-    /// but unanswered: the caller must be told.
+    /// The caller must be told.
     fn server_dies_with_request(&mut self) {
         let me = u64::from(self.me());
         let port = u64::from(self.race_port());
@@ -729,8 +683,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
         self.kill_child(child, "the child serving a port");
     }
 
-    /// The helper waits to receive from a port this thread then closes:
-    /// the receiver must be woken.
+    /// The receiver must be woken.
     fn unregister_during_receive(&mut self) {
         if !self.register_race_port() {
             return;
@@ -759,15 +712,14 @@ impl<'a> RaceRun<'_, '_, 'a> {
         drop(descriptor);
     }
 
-    /// Kills `child`, which has not been reaped, and reaps it.
     fn kill_child(&mut self, child: libc::pid_t, what: &str) {
         // SAFETY: kills a child of this process that has not been reaped.
         unsafe { libc::kill(child, libc::SIGKILL) };
         self.reap_child(child, true, what);
     }
 
-    /// Waits for `child`; an alarm if it died of a signal it was not sent
-    /// (`killed`: SIGKILL was sent on purpose).
+    /// An alarm if it died of a signal it was not sent (`killed`: SIGKILL
+    /// was).
     fn reap_child(&mut self, child: libc::pid_t, killed: bool, what: &str) {
         let mut status = 0;
         loop {
@@ -788,12 +740,10 @@ impl<'a> RaceRun<'_, '_, 'a> {
     }
 }
 
-/// Half of a scratch buffer: the helper uses the upper half.
+/// The helper uses the upper half.
 const SCRATCHES_HALF: usize = super::memory::SCRATCH / 2;
 
-/// Forks a child that runs `body` (raw system calls only) with its
-/// end of a socket pair, then leaves with `_exit(0)`. Returns the
-/// child's pid and this process's end.
+/// `body` makes raw system calls only; the child leaves with `_exit(0)`.
 fn fork_child(body: impl FnOnce(&mut UnixStream)) -> Option<(libc::pid_t, UnixStream)> {
     let (ours, mut theirs) = UnixStream::pair().ok()?;
     // SAFETY: the child runs `body`, which makes raw system calls on
@@ -830,7 +780,7 @@ fn woken(
     caller.check(step, call, &args, ret, signaled, &expect);
 }
 
-/// Sends `values` to the other end (in a child: without allocating).
+/// Without allocating, for a child.
 fn send(to: &mut UnixStream, values: &[i64]) {
     for value in values {
         if to.write_all(&value.to_ne_bytes()).is_err() {
@@ -839,8 +789,7 @@ fn send(to: &mut UnixStream, values: &[i64]) {
     }
 }
 
-/// Reads `count` results, waiting at most `timeout` for each part (not at
-/// all if `None`); `None` if they do not all come.
+/// Waits up to `timeout` for each part (not at all if `None`).
 fn read_results(
     from: &mut UnixStream,
     count: usize,
@@ -856,7 +805,7 @@ fn read_results(
     values.collect::<Result<_, _>>().ok()
 }
 
-/// Whether `child` has exited (without reaping it).
+/// Without reaping it.
 fn child_exited(child: libc::pid_t) -> bool {
     // SAFETY: `info` is written by waitid; WNOWAIT leaves the child unreaped.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };

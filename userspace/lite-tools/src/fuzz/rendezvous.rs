@@ -18,17 +18,14 @@ use lite::Lmr;
 
 use super::pool::{coordinator_name, SHARED_PASSWORD};
 
-/// How often the others' names are looked for.
 const POLL: Duration = Duration::from_millis(250);
 
-/// Publishes this node's name of `kind`; it stays published while the
-/// returned LMR lives.
+/// Published while the returned LMR lives.
 pub(crate) fn announce(me: u32, kind: u64) -> io::Result<Lmr> {
     let name = coordinator_name(me, kind);
     Lmr::wrap(&[0x5a; 64], name, SHARED_PASSWORD)
 }
 
-/// What looking for a node's name found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Seen {
     Yes,
@@ -49,9 +46,8 @@ fn look(node: u32, kind: u64) -> Seen {
     }
 }
 
-/// Waits until every node of `1..=nodes` but `me` published its name of
-/// `kind`, for at most `timeout`; `gone_counts` makes a node that is not a
-/// member count as seen. Returns the nodes still missing.
+/// `gone_counts`: a node that is not a member counts as seen. Returns the
+/// nodes still missing.
 pub(crate) fn await_others(
     me: u32,
     nodes: u32,

@@ -29,11 +29,11 @@ pub const CALLS_PREFIX: &str = "lite-fuzz calls ";
 /// Start of the totals (after `# `).
 pub const TOTAL_PREFIX: &str = "lite-fuzz total ";
 
-/// Alarms one process prints in full; later ones are only counted.
+/// Later ones are only counted.
 const PRINTED_PER_PROCESS: u64 = 40;
 
-/// Writes `line` and a newline to stdout with one `write` (more only if
-/// the kernel takes part of it), past Rust's stdout buffer and its lock.
+/// One `write` (more only if the kernel takes part of it), past Rust's
+/// stdout buffer and its lock.
 pub(crate) fn emit(line: &str) {
     let mut bytes = Vec::with_capacity(line.len() + 1);
     bytes.extend_from_slice(line.as_bytes());
@@ -45,8 +45,6 @@ pub(crate) fn emit(line: &str) {
     let _ = stdout.write_all(&bytes);
 }
 
-/// Counts an alarm of process `proc` and prints it (the first
-/// [`PRINTED_PER_PROCESS`] of each process in full).
 pub(crate) fn alarm(shared: &Shared, proc: usize, origin: &str, what: &str, reason: &str) {
     let Some(record) = shared.procs.get(proc) else {
         return;
@@ -57,7 +55,6 @@ pub(crate) fn alarm(shared: &Shared, proc: usize, origin: &str, what: &str, reas
     }
 }
 
-/// Who made a call, from its process's record and its call slot:
 /// `node 1 proc 0 thread 2 (helper) step 17`.
 pub(crate) fn origin(me: u32, proc: usize, slot: usize, step: u64) -> String {
     if proc == UNPRIVILEGED {
@@ -68,13 +65,13 @@ pub(crate) fn origin(me: u32, proc: usize, slot: usize, step: u64) -> String {
     format!("node {me} proc {proc} thread {thread}{helper} step {step}")
 }
 
-/// A call and its result for an alarm: `lite_free(0x5) returned -9 (-EBADF)`.
+/// `lite_free(0x5) returned -9 (-EBADF)`.
 pub(crate) fn call_and_result(call: Syscall, args: &[u64; 6], ret: i64) -> String {
     let (call, result) = (describe_call(call, args), describe_result(ret));
     format!("{call} returned {result}")
 }
 
-/// The line with the counts of `call`: calls, then every outcome seen.
+/// Calls, then every outcome seen.
 pub(crate) fn calls_line(shared: &Shared, call: Syscall) -> String {
     let mut line = format!("{CALLS_PREFIX}{}={}", call.name(), shared.calls_of(call));
     for bucket in 0..OUTCOMES {

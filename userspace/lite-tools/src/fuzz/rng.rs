@@ -9,27 +9,26 @@
 
 use crate::pattern::{splitmix64_output, GOLDEN_GAMMA};
 
-/// One splitmix64 step: advances `state` and returns the next output.
 pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(GOLDEN_GAMMA);
     splitmix64_output(*state)
 }
 
-/// A 64-bit mix of `value`, for deriving seeds and passwords.
+/// For deriving seeds and passwords.
 pub(crate) fn mix(value: u64) -> u64 {
     let mut state = value;
     splitmix64(&mut state)
 }
 
-/// A xoshiro256** generator.
+/// xoshiro256**.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rng {
     state: [u64; 4],
 }
 
 impl Rng {
-    /// A generator whose state is expanded from `seed` by splitmix64 (which
-    /// never yields an all-zero state from four consecutive outputs).
+    /// Splitmix64 never yields an all-zero state from four consecutive
+    /// outputs.
     pub fn from_seed(seed: u64) -> Rng {
         let mut s = seed;
         Rng {
@@ -37,8 +36,6 @@ impl Rng {
         }
     }
 
-    /// The stream of thread `thread` of process `proc` on node `node` in a
-    /// run seeded with `seed`.
     pub(crate) fn for_stream(seed: u64, node: u32, proc: u32, thread: u32) -> Rng {
         let key = mix(mix(mix(seed) ^ u64::from(node)) ^ u64::from(proc)) ^ u64::from(thread);
         Rng::from_seed(mix(key))
@@ -58,13 +55,13 @@ impl Rng {
         result
     }
 
-    /// A number in `0..bound` (0 if `bound` is 0), without modulo bias
-    /// worth mentioning (Lemire's multiply-shift).
+    /// 0 if `bound` is 0; Lemire's multiply-shift leaves no modulo bias
+    /// worth mentioning.
     pub fn below(&mut self, bound: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
     }
 
-    /// A number in `low..=high`; `low` if the range is empty.
+    /// `low` if the range is empty.
     pub(crate) fn between(&mut self, low: u64, high: u64) -> u64 {
         if high <= low {
             return low;
@@ -75,22 +72,19 @@ impl Rng {
         }
     }
 
-    /// An index below `len` (0 if `len` is 0).
+    /// 0 if `len` is 0.
     pub(crate) fn index(&mut self, len: usize) -> usize {
         self.below(len as u64) as usize
     }
 
-    /// True with probability `per_mille` / 1000.
     pub(crate) fn per_mille(&mut self, per_mille: u32) -> bool {
         self.below(1000) < u64::from(per_mille)
     }
 
-    /// True with probability `percent` / 100.
     pub(crate) fn percent(&mut self, percent: u32) -> bool {
         self.below(100) < u64::from(percent)
     }
 
-    /// One element of `items`, or `None` if it is empty.
     pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
         if items.is_empty() {
             None
@@ -99,13 +93,12 @@ impl Rng {
         }
     }
 
-    /// One element of a constant list, which cannot be empty.
+    /// For a constant list, which cannot be empty.
     pub(crate) fn choose<T: Copy, const N: usize>(&mut self, items: &[T; N]) -> T {
         const { assert!(N > 0) };
         items[self.index(N)]
     }
 
-    /// `usual` drawn `percent` times in a hundred, else one of `rare`.
     pub(crate) fn mostly<T: Copy, const N: usize>(
         &mut self,
         percent: u32,
@@ -119,7 +112,6 @@ impl Rng {
         }
     }
 
-    /// `usual` `percent` times in a hundred, else any value.
     pub(crate) fn or_random(&mut self, percent: u32, usual: u64) -> u64 {
         if self.percent(percent) {
             usual
@@ -128,8 +120,7 @@ impl Rng {
         }
     }
 
-    /// An index into `weights`, each chosen in proportion to its weight;
-    /// the last index if every weight is 0.
+    /// The last index if every weight is 0.
     pub(crate) fn weighted(&mut self, weights: &[u32]) -> usize {
         let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         let mut at = self.below(total);
@@ -142,8 +133,8 @@ impl Rng {
         weights.len().saturating_sub(1)
     }
 
-    /// A new generator seeded from this one's next output: the stream of
-    /// one step, independent of how much the step draws.
+    /// The stream of one step, so that how much the step draws never
+    /// shifts the next.
     pub(crate) fn split(&mut self) -> Rng {
         Rng::from_seed(self.next_u64())
     }

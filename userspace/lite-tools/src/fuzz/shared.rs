@@ -14,39 +14,33 @@ use super::memory::map_anonymous;
 use super::rng::Rng;
 use crate::stats::monotonic_ns;
 
-/// Most fuzzing processes per node.
 pub(crate) const MAX_PROCS: usize = 8;
-/// Most fuzzing threads per process.
 pub(crate) const MAX_THREADS: usize = 8;
-/// Call slots per process: one per thread and one per thread's helper.
+/// One per thread and one per thread's helper.
 pub(crate) const SLOTS: usize = 2 * MAX_THREADS;
-/// Index of the unprivileged process among the processes' records.
+/// The unprivileged process's record.
 pub(crate) const UNPRIVILEGED: usize = MAX_PROCS;
-/// Entries of each ring of offered resources.
 const RING: usize = 16;
 
-/// Milliseconds of `CLOCK_MONOTONIC`, the same in every process; never 0.
+/// `CLOCK_MONOTONIC`, the same in every process; never 0.
 pub(crate) fn now_ms() -> u64 {
     (monotonic_ns() / 1_000_000).max(1)
 }
 
-/// What one thread is calling.
 #[repr(C)]
 pub(crate) struct CallSlot {
-    /// The thread's id (for `tgkill`), 0 before it starts.
+    /// For `tgkill`; 0 before the thread starts.
     pub(crate) tid: AtomicI32,
-    /// The call's index in [`Syscall::ALL`] plus one; 0 between calls.
+    /// Index in [`Syscall::ALL`] plus one; 0 between calls.
     pub(crate) call: AtomicU32,
-    /// The step of the thread's sequence the call belongs to.
     pub(crate) step: AtomicU64,
     pub(crate) args: [AtomicU64; 6],
-    /// When it started ([`now_ms`]).
+    /// [`now_ms`].
     pub(crate) started_ms: AtomicU64,
-    /// How long it may block before a signal interrupts it (0: never).
+    /// 0: never.
     pub(crate) interrupt_after_ms: AtomicU64,
-    /// When a signal was last sent to interrupt it.
     pub(crate) last_signal_ms: AtomicU64,
-    /// The `started_ms` of the call already reported as hung.
+    /// `started_ms` of the call reported.
     pub(crate) hung_reported: AtomicU64,
 }
 
@@ -67,7 +61,6 @@ impl CallSlot {
         self.call.store(0, Ordering::Release);
     }
 
-    /// The call under way, its step, arguments and start.
     pub(crate) fn current(&self) -> Option<(Syscall, u64, [u64; 6], u64)> {
         let call = self.call.load(Ordering::Acquire);
         let call = Syscall::from_index((call as usize).checked_sub(1)?)?;
@@ -77,7 +70,6 @@ impl CallSlot {
     }
 }
 
-/// A ring of resource identifiers a process offers the others.
 #[repr(C)]
 pub(crate) struct Offered {
     entries: [AtomicU64; RING],
@@ -85,39 +77,30 @@ pub(crate) struct Offered {
 }
 
 impl Offered {
-    /// Offers `value` (not 0), replacing the oldest entry.
+    /// `value` is not 0; it replaces the oldest entry.
     pub(crate) fn offer(&self, value: u64) {
         let at = self.cursor.fetch_add(1, Ordering::Relaxed) as usize % RING;
         self.entries[at].store(value, Ordering::Relaxed);
     }
 
-    /// One offered value, if the entry drawn holds one.
     pub(crate) fn pick(&self, rng: &mut Rng) -> Option<u64> {
         let value = self.entries[rng.index(RING)].load(Ordering::Relaxed);
         (value != 0).then_some(value)
     }
 }
 
-/// One process's record.
 #[repr(C)]
 pub(crate) struct ProcShared {
-    /// Results per call and outcome bucket.
     pub(crate) counts: [[AtomicU64; OUTCOMES]; SYSCALLS],
-    /// Alarms raised.
     pub(crate) alarms: AtomicU64,
-    /// Alarms printed in full (the rest are counted only).
+    /// The rest are counted only.
     pub(crate) alarms_printed: AtomicU64,
-    /// What each thread and helper is calling.
     pub(crate) slots: [CallSlot; SLOTS],
-    /// Its LMR handles.
     pub(crate) handles: Offered,
-    /// Its locks, `home << 32 | number`.
+    /// `home << 32 | number`.
     pub(crate) locks: Offered,
-    /// Its asynchronous operation ids.
     pub(crate) ops: Offered,
-    /// Its RPC descriptors.
     pub(crate) descriptors: Offered,
-    /// Names it published.
     pub(crate) names: Offered,
 }
 
@@ -126,7 +109,7 @@ impl ProcShared {
         self.counts[call.index()][outcome_bucket(ret)].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Calls of `call` counted, any outcome.
+    /// Any outcome.
     pub(crate) fn calls_of(&self, call: Syscall) -> u64 {
         self.counts[call.index()]
             .iter()
@@ -137,16 +120,14 @@ impl ProcShared {
 
 #[repr(C)]
 pub(crate) struct Shared {
-    /// Set when the fuzzing time is over.
     pub(crate) stop: AtomicBool,
-    /// The fuzzing processes, then the unprivileged one ([`UNPRIVILEGED`]).
+    /// The unprivileged one last ([`UNPRIVILEGED`]).
     pub(crate) procs: [ProcShared; MAX_PROCS + 1],
 }
 
 impl Shared {
-    /// Maps the shared record, all zeros (every counter 0, no call, no
-    /// offer), for this process and the children it forks from now on.
-    /// It stays mapped until the process exits.
+    /// All zeros, for this process and the children it forks from now on,
+    /// until the process exits.
     pub(crate) fn map() -> io::Result<&'static Shared> {
         let len = std::mem::size_of::<Shared>();
         let prot = libc::PROT_READ | libc::PROT_WRITE;
@@ -174,7 +155,7 @@ impl Shared {
         self.procs.iter().map(|p| p.calls_of(call)).sum()
     }
 
-    /// Results of `call` in outcome bucket `bucket`, in every process.
+    /// In every process.
     pub(crate) fn outcomes_of(&self, call: Syscall, bucket: usize) -> u64 {
         self.procs
             .iter()

@@ -19,15 +19,11 @@ use super::rng::Rng;
 use super::shared::{now_ms, ProcShared};
 use crate::deadline::interrupt_thread;
 
-/// How often a blocked call is signalled again until it returns.
 pub(crate) const RESIGNAL_MS: u64 = 250;
-/// How often the interrupter looks at the slots.
 const TICK: Duration = Duration::from_millis(20);
-/// Chance per tick, in thousandths, that a running call is signalled anyway.
+/// Per tick.
 const RANDOM_SIGNAL_PER_MILLE: u32 = 3;
 
-/// Runs the interrupter over `proc`'s first `slots` slots until `done`
-/// returns true.
 pub(crate) fn interrupter(proc: &ProcShared, slots: usize, mut rng: Rng, done: impl Fn() -> bool) {
     while !done() {
         let now = now_ms();

@@ -18,10 +18,9 @@ use super::shared::{now_ms, CallSlot, Shared, MAX_THREADS};
 use super::signals;
 use crate::deadline::{current_thread, signals_handled, try_install_interrupt_handler};
 
-/// The stream index of a process's interrupter (not a thread's).
+/// No thread's stream index.
 const INTERRUPTER_STREAM: u32 = 0xffff;
 
-/// What a fuzzing process is told when it is forked.
 #[derive(Clone, Copy)]
 pub(crate) struct ProcessPlan {
     pub(crate) seed: u64,
@@ -30,19 +29,18 @@ pub(crate) struct ProcessPlan {
     pub(crate) procs: u32,
     pub(crate) threads: u32,
     pub(crate) proc: u32,
-    /// When to stop ([`now_ms`]).
+    /// [`now_ms`].
     pub(crate) deadline_ms: u64,
     pub(crate) shared: &'static Shared,
 }
 
-/// One process's run, shared by its threads.
 pub(crate) struct Run<'a> {
     pub(crate) ctx: Context<'a>,
     pool: Mutex<Pool>,
 }
 
 impl Run<'_> {
-    /// The pool, also if a thread panicked holding it.
+    /// Also if a thread panicked holding it.
     pub(crate) fn pool(&self) -> MutexGuard<'_, Pool> {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -52,32 +50,27 @@ impl Run<'_> {
     }
 }
 
-/// Makes calls for one thread (or its helper) through its call slot.
 pub(crate) struct Caller<'r, 'a> {
     pub(crate) run: &'r Run<'a>,
-    /// Its slot's index: the thread's, or past [`MAX_THREADS`] its
-    /// helper's (in races).
+    /// Past [`MAX_THREADS`], the thread's helper's (in races).
     index: usize,
     pub(crate) slot: &'static CallSlot,
 }
 
 impl<'r, 'a> Caller<'r, 'a> {
-    /// The caller of `thread`, or of its `helper`.
     fn new(run: &'r Run<'a>, thread: u32, helper: bool) -> Self {
         let index = thread as usize + if helper { MAX_THREADS } else { 0 };
         let slot = &run.ctx.own().slots[index];
         Caller { run, index, slot }
     }
 
-    /// Makes the calling thread the one this caller's calls are made on,
-    /// the one signals interrupt.
+    /// The calling thread becomes the one signals interrupt.
     pub(crate) fn enter(&self) {
         self.slot.tid.store(current_thread(), Ordering::Relaxed);
     }
 
-    /// Issues `call`, recording it in the slot (so that it is interrupted
-    /// after `interrupt_after_ms` and watched for hangs) and counting it.
-    /// Returns the result and whether a signal arrived meanwhile.
+    /// The slot gets it interrupted and watched for hangs. Also whether a
+    /// signal arrived meanwhile.
     pub(crate) fn call(
         &self,
         step: u64,
@@ -99,7 +92,6 @@ impl<'r, 'a> Caller<'r, 'a> {
         (ret, signaled)
     }
 
-    /// [`Caller::call`] and the verdict on the result.
     pub(crate) fn run(&self, step: u64, planned: &Planned) -> i64 {
         let Planned { call, args, .. } = *planned;
         let (ret, signaled) = self.call(step, call, args, planned.interrupt_after_ms);
@@ -107,14 +99,12 @@ impl<'r, 'a> Caller<'r, 'a> {
         ret
     }
 
-    /// A call with plain expectations: `value` on success, documented
-    /// errors otherwise.
+    /// `value` on success, documented errors otherwise.
     pub(crate) fn simple(&self, step: u64, call: Syscall, args: [u64; 6], value: Value) -> i64 {
         let planned = Planned::of(call, &args, Expect::value(value), Effect::None);
         self.run(step, &planned)
     }
 
-    /// Raises an alarm if `ret` breaks `expect`.
     pub(crate) fn check(
         &self,
         step: u64,
@@ -129,7 +119,6 @@ impl<'r, 'a> Caller<'r, 'a> {
         }
     }
 
-    /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
         let plan = &self.run.ctx.plan;
         let origin = report::origin(plan.me, plan.proc as usize, self.index, step);
@@ -137,7 +126,7 @@ impl<'r, 'a> Caller<'r, 'a> {
     }
 }
 
-/// Counts a finished thread when dropped, also when it panics.
+/// Counts when dropped, also when the thread panics.
 struct Finished<'a>(&'a AtomicUsize);
 
 impl Drop for Finished<'_> {
@@ -146,7 +135,6 @@ impl Drop for Finished<'_> {
     }
 }
 
-/// The body of a forked fuzzing process; returns its exit status.
 pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
     let failed = |what: &str, error: std::io::Error| {
         let origin = format!("node {} proc {}", plan.me, plan.proc);
