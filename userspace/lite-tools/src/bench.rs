@@ -536,11 +536,7 @@ pub fn qos_records(
         qos: qos.clone(),
         size,
         iters: l.count as u64,
-        latency: record::Spread {
-            median: l.median,
-            p10: l.p10,
-            p90: l.p90,
-        },
+        latency: record::Spread::of(samples_us)?,
         p99: p99(samples_us)?,
         min: l.min,
         max: l.max,
@@ -712,14 +708,6 @@ mod tests {
     }
 
     #[test]
-    fn throughput_units_are_mib_per_second() {
-        // 1 MiB in 1 s, 4 KiB in 1 ms.
-        assert_eq!(mib_per_s(1 << 20, 1e6), Some(1.0));
-        assert_eq!(mib_per_s(4096, 1000.0), Some(3.90625));
-        assert_eq!(mib_per_s(4096, 0.0), None);
-    }
-
-    #[test]
     fn throughput_of_single_operations() {
         // 1 MiB operations taking 2, 1 and 4 ms: 500, 1000 and 250 MiB/s.
         let of = |size, samples: &[f64]| throughput_of_ops(Operation::Memset, size, samples);
@@ -768,10 +756,7 @@ mod tests {
         assert_eq!(series(8, &[], 10), None);
         // Two completions at the same instant make an empty interval.
         assert_eq!(series(8, &[5, 5], 2), None);
-    }
-
-    #[test]
-    fn completion_groups_span_a_window() {
+        // Groups of at least a window each, at most 10.
         for (total, depth, groups) in [(1000, 1, 10), (256, 32, 8), (20, 32, 1), (0, 0, 1)] {
             assert_eq!(completion_groups(total, depth), groups);
         }
@@ -875,14 +860,6 @@ mod tests {
         assert_eq!(record(&[1.0], &[1.0, 2.0], 10.0), None);
         assert_eq!(record(&[1.0], &[2.0], 0.0), None);
         assert_eq!(record(&[], &[], 10.0), None);
-    }
-
-    #[test]
-    fn p99_interpolates() {
-        let samples: Vec<f64> = (1..=101).map(f64::from).collect();
-        assert_eq!(p99(&samples), Some(100.0));
-        assert_eq!(p99(&[7.0]), Some(7.0));
-        assert_eq!(p99(&[]), None);
     }
 
     #[test]
