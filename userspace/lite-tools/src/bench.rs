@@ -655,15 +655,8 @@ mod tests {
         let got = (write.regions, write.iters, write.median);
         assert_eq!(got, (Some(100), 3, 12.5));
         assert_close(write.p99.unwrap_or_default(), 19.85);
-        let Some(Record::Latency(create)) =
-            region_record(Operation::RegionCreate, 4096, None, &samples)
-        else {
-            panic!("not a latency record");
-        };
-        assert_eq!(
-            (create.regions, create.op.as_str()),
-            (None, "region_create")
-        );
+        let create = region_record(Operation::RegionCreate, 4096, None, &samples);
+        assert!(matches!(create, Some(Record::Latency(l)) if l.regions.is_none()));
         let plain = latency(Operation::Read, 8, &samples).expect("samples");
         assert_eq!(
             (plain.regions, plain.p99, plain.min, plain.max),
@@ -682,15 +675,7 @@ mod tests {
                           region_write region_read region_write_first region_read_first \
                           region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
-        for operation in Operation::ALL {
-            assert_eq!(operation.to_string(), operation.name());
-        }
         assert_eq!(names(&ProcessWorkload::ALL, |w| w.name()), "write rpc");
-        assert_eq!(
-            ProcessWorkload::from_name("rpc"),
-            Some(ProcessWorkload::Rpc)
-        );
-        assert_eq!(ProcessWorkload::from_name("read"), None);
         assert_eq!(names(&QosPhase::ALL, |p| p.name()), "unloaded loaded");
     }
 
@@ -767,7 +752,6 @@ mod tests {
     struct Engine {
         last_id: u64,
         in_flight: Vec<(u64, usize)>,
-        max_in_flight: usize,
         log: Vec<String>,
         fail_submit_at: Option<u64>,
         fail_reap_of: Option<u64>,
@@ -791,7 +775,6 @@ mod tests {
                 assert!(!reused, "slot {slot} reused while in flight");
                 e.last_id = id;
                 e.in_flight.push((id, slot));
-                e.max_in_flight = e.max_in_flight.max(e.in_flight.len());
                 e.log.push(format!("s{id}"));
                 Ok(id)
             },
@@ -817,7 +800,7 @@ mod tests {
     fn window_keeps_depth_operations_in_flight() {
         let (completions, e) = drive(Engine::default(), 7, 3);
         assert_eq!(completions, Ok(vec![10, 20, 30, 40, 50, 60, 70]));
-        assert_eq!((e.max_in_flight, e.in_flight.len()), (3, 0));
+        // Never more than 3 in flight, and every one reaped.
         assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 s5 r3 s6 r4 s7 r5 r6 r7");
         let (completions, e) = drive(Engine::default(), 3, 1);
         assert_eq!(completions.map(|c| c.len()), Ok(3));

@@ -1,45 +1,29 @@
 //! `lite-bench`: latency and throughput of LITE operations between two
-//! nodes, atomics, locks, the isolation of high-priority operations, and
-//! the memory regions a node registers as its live LMRs grow.
+//! nodes, atomics, locks, RPC, kernel messages, the isolation of
+//! high-priority operations, the memory regions a node registers as its
+//! live LMRs grow and LITE-DSM's page throughput, in the order [`run`]
+//! takes them; each `measure_*` function says what it times.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
 //! only waits (and serves the RPC echo port); the other allocates LMRs
-//! there and measures, in order: write/read latency per `--sizes` size,
-//! `lite_fetch_add` and `lite_compare_swp` on an 8-byte atomic LMR, and
-//! uncontended lock/unlock pairs on a lock kept by either node; memset and
-//! memcpy throughput, done on the memory node; asynchronous writes and
-//! reads with N in flight per `--depths` depth; RPC round trips, RPC under
-//! several client threads and asynchronous RPC; kernel message round trips
-//! between the two kernels (`lite_tools::kernel_message_module`);
-//! isolation (high-priority writes alone and beside `--qos-loaders`
-//! low-priority copies of this program, `lite-bench __qos-load NODE SIZE`,
-//! in alternating rounds, the first with the load also run with QoS off);
-//! and the memory regions of the node's resources file as 1, 10, 100 and
-//! 1000 LMRs of 4 KiB, then 100 of 64 KiB, are alive, which must follow the
-//! pool's memory, not the number of LMRs; last, LITE-DSM's page throughput
-//! (`dsm.rs`).
+//! there and measures. `--series latency` measures only the latency series
+//! and RPC round trips: one round of the interleaved comparison with the
+//! native verbs baseline, which with `--baseline COMMAND` this program
+//! starts itself and takes turns with within every series (`baseline.rs`).
+//! `--series regions` measures the memory region curve (random LMRs in
+//! blocks taking turns with blocks on the first, so that the cost of many
+//! LMRs is a ratio of series measured in the same minutes), `--series
+//! processes` the process curve (`process_curve.rs`), `--scale N` one step
+//! of the cluster-size curve (`cluster_scale.rs`), `--contend N` a lock
+//! kept by node 1 that the N - 1 other nodes take turns on (the home does
+//! not contend: its own threads take its locks with no message at all),
+//! and `--dsm N` LITE-DSM's page faults in rounds (`dsm.rs`).
 //!
-//! `--series latency` measures only the latency series and RPC round trips:
-//! one round of the interleaved comparison with the native verbs baseline,
-//! which with `--baseline COMMAND` this program starts itself and takes
-//! turns with within every series (see `baseline.rs`). `--series regions`
-//! measures the memory region curve (random writes and reads over N live
-//! LMRs in blocks taking turns with blocks on the first LMR, so that the
-//! cost of many LMRs is a ratio of series measured in the same minutes;
-//! then the time to create and free LMRs by size), `--series processes`
-//! the process curve (`process_curve.rs`), `--scale N` one step of the
-//! cluster-size curve (`cluster_scale.rs`), and `--contend N` a lock kept
-//! by node 1 that the N - 1 other nodes take turns on (the home does not
-//! contend: its own threads take its locks with no message at all), and
-//! `--dsm N` LITE-DSM's page faults in rounds, beside LITE reads of a page
-//! (`dsm.rs`).
-//!
-//! Every result is one record of `lite_bench_record` on a line of its own,
-//! `LITE-RECORD {"latency":{"op":"write",..}}`; throughputs are MiB/s
-//! (perftest's MB/sec), total bytes over total time, with a spread over
-//! single operations or over up to 10 consecutive groups of completions.
-//! Every series checks the data it moved afterwards. The run ends with
-//! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
+//! Every result is one record of `lite_bench_record` on a line of its own;
+//! throughputs are MiB/s (perftest's MB/sec), total bytes over total time,
+//! with a spread over single operations or over up to 10 consecutive groups
+//! of completions. Every series checks the data it moved afterwards. The
+//! run ends with `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
 use std::fmt::Display;
 use std::io::ErrorKind;
