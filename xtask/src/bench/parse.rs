@@ -27,22 +27,17 @@ const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
 /// Closes a perftest block.
 const PERFTEST_END: &str = "LITE-PERFTEST-END ";
 
-/// One row of perftest's latency client table of operation `op` (`write`,
-/// `read`, ...), its columns in order: `#bytes`, `#iterations`, then in
-/// microseconds `t_min`, `t_max`, `t_typical` (perftest's median), `t_avg`,
-/// `t_stdev` and the 99th and 99.9th percentiles.
+/// What the report takes of a row of perftest's latency client table of
+/// operation `op` (`write`, `read`, ...), whose columns are `#bytes`,
+/// `#iterations`, then in microseconds `t_min`, `t_max`, `t_typical`
+/// (perftest's median), `t_avg`, `t_stdev` and the 99th and 99.9th
+/// percentiles.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Native {
     pub op: String,
     pub size: u64,
-    pub iterations: u64,
-    pub min: f64,
-    pub max: f64,
     pub typical: f64,
-    pub avg: f64,
     pub stdev: f64,
-    pub p99: f64,
-    pub p999: f64,
 }
 
 /// Which program measured a series: `lite-bench` or the native verbs
@@ -72,17 +67,15 @@ fn is_region_curve_op(op: &str) -> bool {
     op.starts_with("region_")
 }
 
-/// One row of a perftest bandwidth client table of operation `op` run
-/// with TX depth (`-t`, operations in flight) `depth`: `#bytes`,
-/// `#iterations`, `BW peak` and `BW average` in MiB/s (perftest's MB/sec)
-/// and `MsgRate` in Mpps.
+/// What the report takes of a row of a perftest bandwidth client table
+/// of operation `op` run with TX depth (`-t`, operations in flight)
+/// `depth`, whose columns are `#bytes`, `#iterations`, `BW peak` and
+/// `BW average` in MiB/s (perftest's MB/sec) and `MsgRate` in Mpps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NativeBw {
     pub op: String,
     pub size: u64,
     pub depth: u32,
-    pub iterations: u64,
-    pub peak: f64,
     pub average: f64,
     pub msg_rate: f64,
 }
@@ -482,14 +475,8 @@ pub fn parse_perftest(log: &str) -> Vec<Native> {
         .map(|(_, op, row)| Native {
             op: op.to_string(),
             size: row[0] as u64,
-            iterations: row[1] as u64,
-            min: row[2],
-            max: row[3],
             typical: row[4],
-            avg: row[5],
             stdev: row[6],
-            p99: row[7],
-            p999: row[8],
         })
         .collect()
 }
@@ -506,8 +493,6 @@ pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
                 op: op.to_string(),
                 size: row[0] as u64,
                 depth: fields.integer("depth")?,
-                iterations: row[1] as u64,
-                peak: row[2],
                 average: row[3],
                 msg_rate: row[4],
             })
@@ -890,25 +875,16 @@ LITE-FAILURE-VICTIM re";
         // Each log's rows, latency before bandwidth: not the servers', nor
         // those of an unknown atomic type or without valid timing.
         let rows = [
-            (
-                CLIENT,
-                "write 64 1000 1523.45 4012.0 1987.5 2011.13 210.44 3020.0 4012.0",
-            ),
-            (CLIENT, "read 8 1000 1.0 2.0 1.5 1.6 0.1 1.9 2.0"),
-            (BW_CLIENT, "write 64 1000 1.0 2.0 1.5 1.6 0.1 1.9 2.0"),
+            (CLIENT, "write 64 1987.5 210.44"),
+            (CLIENT, "read 8 1.5 0.1"),
+            (BW_CLIENT, "write 64 1.5 0.1"),
             // Measured again after a round without valid timing; MiB/sec is
             // the same unit; Gb/sec rows and the unfinished block are left out.
-            (BW_CLIENT, "write 4096 8 1000 25.31 21.47 0.005496"),
-            (BW_CLIENT, "write 4096 1 1000 9.8 8.0 0.002048"),
-            (BW_CLIENT, "read 65536 32 256 80.0 64.0 0.001024"),
-            (
-                ATOMIC_LOG,
-                "fetch_add 8 1000 900.0 3000.0 1000.0 1100.0 120.0 2500.0 3000.0",
-            ),
-            (
-                ATOMIC_LOG,
-                "compare_swp 8 1000 950.0 3100.0 1050.0 1150.0 130.0 2600.0 3100.0",
-            ),
+            (BW_CLIENT, "write 4096 8 21.47 0.005496"),
+            (BW_CLIENT, "write 4096 1 8.0 0.002048"),
+            (BW_CLIENT, "read 65536 32 64.0 0.001024"),
+            (ATOMIC_LOG, "fetch_add 8 1000.0 120.0"),
+            (ATOMIC_LOG, "compare_swp 8 1050.0 130.0"),
         ];
         for log in [CLIENT, SERVERS, BW_CLIENT, ATOMIC_LOG] {
             let console = console(log);
