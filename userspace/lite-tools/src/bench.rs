@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::say;
 use crate::stats::{percentile, summarize};
+pub use lite_bench_record::LoadReport;
 use lite_bench_record::{self as record, Record};
 
 /// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
@@ -446,52 +447,9 @@ pub fn p99(samples: &[f64]) -> Option<f64> {
     percentile(&sorted, 99.0)
 }
 
-/// What one low-priority load process did, as it reports it to its parent
-/// on one line: `done ops=.. bytes=.. elapsed_us=..`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LoadReport {
-    /// Writes completed.
-    pub ops: u64,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Time from the start of the load to the last write, microseconds.
-    pub elapsed_us: f64,
-}
-
-impl LoadReport {
-    /// The line a load process prints when it stops.
-    pub fn line(&self) -> String {
-        format!(
-            "done ops={} bytes={} elapsed_us={:.2}",
-            self.ops, self.bytes, self.elapsed_us
-        )
-    }
-
-    /// Parses [`LoadReport::line`]'s output.
-    pub fn parse(line: &str) -> Option<LoadReport> {
-        let rest = line.trim_end().strip_prefix("done ")?;
-        let mut ops = None;
-        let mut bytes = None;
-        let mut elapsed_us = None;
-        for field in rest.split_whitespace() {
-            match field.split_once('=')? {
-                ("ops", v) => ops = v.parse().ok(),
-                ("bytes", v) => bytes = v.parse().ok(),
-                ("elapsed_us", v) => elapsed_us = v.parse::<f64>().ok().filter(|v| v.is_finite()),
-                _ => {}
-            }
-        }
-        Some(LoadReport {
-            ops: ops?,
-            bytes: bytes?,
-            elapsed_us: elapsed_us?,
-        })
-    }
-
-    /// MiB/s; 0 when no time elapsed.
-    pub fn mibps(&self) -> f64 {
-        mib_per_s(self.bytes, self.elapsed_us).unwrap_or(0.0)
-    }
+/// MiB/s of a load process; 0 when no time elapsed.
+fn mibps(load: &LoadReport) -> f64 {
+    mib_per_s(load.bytes, load.elapsed_us).unwrap_or(0.0)
 }
 
 named_enum! {
@@ -545,7 +503,7 @@ pub fn qos_records(
         load_size,
         load_ops: load.iter().map(|r| r.ops).sum(),
         // Not `sum()`, which makes -0.0 of nothing.
-        load_mibps: load.iter().fold(0.0, |total, r| total + r.mibps()),
+        load_mibps: load.iter().fold(0.0, |total, r| total + mibps(r)),
         throttled,
     })];
     let loaders = load.iter().zip(1..).map(|(report, loader)| {
@@ -557,7 +515,7 @@ pub fn qos_records(
             ops: report.ops,
             bytes: report.bytes,
             elapsed_us: report.elapsed_us,
-            mibps: report.mibps(),
+            mibps: mibps(report),
         })
     });
     records.extend(loaders);
@@ -846,26 +804,6 @@ mod tests {
     }
 
     #[test]
-    fn load_reports_round_trip() {
-        let r = LoadReport {
-            ops: 16,
-            bytes: 1 << 20,
-            elapsed_us: 500_000.0,
-        };
-        assert_eq!(r.line(), "done ops=16 bytes=1048576 elapsed_us=500000.00");
-        assert_eq!(LoadReport::parse(&format!("{}\n", r.line())), Some(r));
-        assert_eq!(r.mibps(), 2.0);
-        assert_eq!(LoadReport::parse("ready"), None);
-        assert_eq!(LoadReport::parse("done ops=1 bytes=2"), None);
-        assert_eq!(LoadReport::parse("done ops=1 bytes=2 elapsed_us=inf"), None);
-        let idle = LoadReport {
-            elapsed_us: 0.0,
-            ..r
-        };
-        assert_eq!(idle.mibps(), 0.0);
-    }
-
-    #[test]
     fn qos_lines() {
         let load = LoadReport {
             ops: 16,
@@ -895,6 +833,11 @@ mod tests {
             )
         };
         assert_eq!(shares, [share(1), share(2), share(3)]);
+        let idle = LoadReport {
+            elapsed_us: 0.0,
+            ..load
+        };
+        assert_eq!(mibps(&idle), 0.0);
         let unloaded = records(1, QosPhase::Unloaded, true, &[]);
         let [Record::Qos(alone)] = &unloaded[..] else {
             panic!("not one QoS record: {unloaded:?}");
@@ -916,25 +859,24 @@ mod tests {
     fn peer_nodes_parse_and_resolve_after_joining() {
         let membership = "node 2\nincarnation 1\nepoch 3\nmanager_epoch 3\nfenced 0\n\
                           peer 1 alive incarnation 1\npeer 3 dead incarnation 1\n";
-        assert_eq!(alive_peers(membership), [1]);
-        let read = || Ok(membership.to_string());
-        assert_eq!(PeerNode::parse("other", 64), Ok(PeerNode::Other));
-        assert_eq!(PeerNode::Other.resolve(2, read), Ok(1));
-        assert_eq!(PeerNode::This.resolve(2, read), Ok(2));
-        assert_eq!(PeerNode::Auto.resolve(2, read), Ok(1));
-        let this = PeerNode::parse("this", 64).map(|p| p.resolve(5, read));
-        assert_eq!(this, Ok(Ok(5)));
-        assert_eq!(PeerNode::Id(7).resolve(2, read), Ok(7));
-        let two = || {
-            Ok("node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\npeer 4 alive incarnation 2\n".to_string())
-        };
-        assert!(PeerNode::Other.resolve(1, two).is_err());
-        let alone = PeerNode::Other.resolve(1, || Ok("node 1\n".into()));
-        let unread = PeerNode::Other.resolve(1, || Err("no file".into()));
-        assert!(alone.is_err() && unread.is_err());
-        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
-        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
-        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
+        let two = "node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\n\
+                   peer 4 alive incarnation 2\n";
+        // `--peer-node`, the node's id and its membership file (None:
+        // unreadable): the memory node, or None for an error.
+        let cases = [
+            ("other", 2, Some(membership), Some(1)),
+            ("this", 5, Some(membership), Some(5)),
+            ("auto", 3, None, Some(1)),
+            ("2", 1, None, Some(2)),
+            ("other", 1, Some(two), None),
+            ("other", 1, Some("node 1\n"), None),
+            ("other", 1, None, None),
+        ];
+        for (text, me, file, want) in cases {
+            let read = || file.map(str::to_string).ok_or("no file".to_string());
+            let node = PeerNode::parse(text, 64).and_then(|peer| peer.resolve(me, read));
+            assert_eq!(node.ok(), want, "{text} on node {me}");
+        }
         for bad in ["0", "64", "Auto", "others"] {
             assert!(PeerNode::parse(bad, 64).is_err(), "{bad}");
         }
