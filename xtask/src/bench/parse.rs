@@ -364,11 +364,6 @@ fn after_tag<'a>(line: &'a str, tag: &str) -> Option<&'a str> {
     line.split_once(tag).map(|(_, rest)| rest)
 }
 
-/// The whitespace-separated columns of a table row that has exactly `N`.
-fn columns<const N: usize>(line: &str) -> Option<[&str; N]> {
-    line.split_whitespace().collect::<Vec<_>>().try_into().ok()
-}
-
 /// `text` as a finite number: `inf` and `nan` are what failed
 /// measurements print, never results.
 pub(super) fn number(text: &str) -> Option<f64> {
@@ -378,12 +373,6 @@ pub(super) fn number(text: &str) -> Option<f64> {
 /// `text` as an integer of type `T`.
 fn integer<T: FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
-}
-
-/// Every one of `texts` as a finite number, or `None` if any is not one:
-/// a series with a value missing would be a different series.
-fn numbers<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<Vec<f64>> {
-    texts.into_iter().map(number).collect()
 }
 
 /// The client blocks of a guest log: the fields of each
@@ -414,16 +403,16 @@ fn perftest_op<'a>(test: &'a str, kind: &str) -> Option<&'a str> {
 
 /// The `N` numbers of a perftest table row (9 for latency, 5 for
 /// bandwidth); `None` for headers, separators, rows of another width and
-/// rows with `inf`/`nan` (failed clock calibration, the server side). The
-/// first column (bytes) must be an integer.
+/// rows with `inf`/`nan` (failed clock calibration, the server side) or a
+/// negative value. The first column (bytes) must be an integer.
 fn perftest_row<const N: usize>(line: &str) -> Option<[f64; N]> {
-    let cells: [&str; N] = columns(line)?;
-    let bytes_is_integer = integer::<u64>(cells[0]).is_some();
-    let row = numbers(cells)?;
-    if !bytes_is_integer || row.iter().any(|&value| value < 0.0) {
-        return None;
-    }
-    row.try_into().ok()
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    integer::<u64>(cells.first()?)?;
+    let row: Option<Vec<f64>> = cells
+        .iter()
+        .map(|c| number(c).filter(|&v| v >= 0.0))
+        .collect();
+    row?.try_into().ok()
 }
 
 /// The last valid `N`-number table row of each perftest client block of

@@ -52,10 +52,6 @@ pub fn schedule(iters: usize, block: usize) -> Vec<(Side, usize)> {
 }
 
 /// A running `lite-verbs-bench --turns`, waiting for its turns.
-///
-/// # Invariants
-///
-/// `stdin` is `Some` until [`Baseline::finish`] or drop closes it.
 pub struct Baseline {
     process: Piped,
     /// Most operations per block.
