@@ -1023,18 +1023,15 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":5
             let parts: [Vec<String>; 3] = [stalls.collect(), leaves.collect(), rejoins.collect()];
             parts.map(|p| p.join(", ")).join("; ")
         };
-        let (observer, leaver) = (console(FAILURE_OBSERVER), console(FAILURE_LEAVER));
+        let leaver = console(FAILURE_LEAVER);
         let cycle_unseen = "# leave 900 ms\n# leave 80 ms\nok 9 - leave/rejoin cycle 2: leave(0)\n\
                             # leave 70 ms\n";
         let broken = "# stall lock 2944\n# stall lock x ms\n# stall 2944 ms\n# stall lock 2944 s\n\
                       # leave 12 ms extra\n# leave ms\n# rejoin -\n# leave(0) again: got -107\n\
                       not ok 3 - leave/rejoin cycle x: leave(0)\n[   61.5] # stall lock 3001 ms\n\
                       # rejoin 12 ms\r\n";
+        // The observers' times are the failure table test's.
         let want = [
-            // An observer neither leaves nor joins again; its own comments on
-            // the cycles are no leave times.
-            "rdma_write 2970, send_reply_imm 2951, lock 2944, dist_barrier 2973, \
-             kernel_message 2948; ; ",
             // The second leave's comment is broken: the next one is still the
             // third cycle's, not taken for the first or second.
             "rdma_write 2919, send_reply_imm 2910, lock 2904, dist_barrier 2922, \
@@ -1045,10 +1042,7 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":5
             // Only whole comments count.
             "lock 3001; ; 12",
         ];
-        assert_eq!(
-            [&observer, &leaver, cycle_unseen, broken].map(summary),
-            want
-        );
+        assert_eq!([&leaver, cycle_unseen, broken].map(summary), want);
         let observer = parse_failure("failure/node1", FAILURE_OBSERVER);
         assert_eq!(observer.node, "failure/node1");
         assert!(!observer.is_empty() && parse_failure("n", "").is_empty());
@@ -1060,11 +1054,8 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":5
     fn the_victims_log_is_neither_parsed_nor_scanned() {
         let mut m = Measurements::default();
         m.add_failure_logs("failure/", &failure_logs(), 4);
-        let names: Vec<&str> = m.failure.iter().map(|n| n.node.as_str()).collect();
-        assert_eq!(names, ["failure/node1", "failure/node2", "failure/node3"]);
-        // The kernel message broke node 2's lock stall: four are left.
-        assert_eq!(m.failure[1].stalls.len(), 4);
-        assert!(m.failure[1].stalls.iter().all(|s| s.call != "lock"));
+        // The survivors' times are the failure table test's.
+        assert_eq!(m.failure.len(), 3);
         assert!(m.problems.is_empty(), "{:?}", m.problems);
         assert!(!m.is_empty());
         // A survivor that failed is a problem, and still a survivor.

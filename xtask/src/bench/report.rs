@@ -1304,9 +1304,6 @@ mod tests {
 
     #[test]
     fn a_stall_over_the_bound_and_a_missing_first_leave_are_named() {
-        // Milliseconds show as measured.
-        let shown = [Some(2944.0), Some(172.5), Some(-3.0), None].map(ms_cell);
-        assert_eq!(shown, ["2944", "172.5", "-3", "-"]);
         let mut nodes = vec![crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)];
         nodes[0].stalls[2].ms = 4501;
         nodes[0].leaves.remove(0);

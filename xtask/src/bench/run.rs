@@ -581,12 +581,4 @@ mod tests {
             assert!(init.contains(&case), "{case}");
         }
     }
-
-    #[test]
-    fn the_failure_phase_kills_the_last_of_its_nodes() {
-        let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
-        let survivor = "bench-failure-survivor";
-        let victim = "bench-failure-victim";
-        assert_eq!(roles, [survivor, survivor, survivor, victim]);
-    }
 }
