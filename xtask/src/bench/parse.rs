@@ -162,9 +162,9 @@ pub struct Measurements {
     pub rounds: BTreeMap<u32, Round>,
     /// Its CPU rounds, by number.
     pub cpu_rounds: BTreeMap<u32, Round>,
-    /// The LITE-DSM phase's rounds, by number: each series (the faults and
-    /// the LITE read of a page) by operation.
-    pub dsm_rounds: BTreeMap<u32, BTreeMap<String, Latency>>,
+    /// The LITE-DSM phase's rounds, by number: the faults and the LITE read
+    /// of a page.
+    pub dsm_rounds: BTreeMap<u32, Round>,
     /// Crashes and failed guest roles, each prefixed with its node.
     pub problems: Vec<String>,
 }
@@ -184,22 +184,18 @@ impl Measurements {
     pub fn add_log(&mut self, name: &str, log: &str) {
         // The rounds measure the same series with fewer operations; they
         // are kept apart from the one-off series.
-        let (outside, cpu_rounds) = rounds::split_rounds(log, CPU_ROUND);
-        for (number, text) in cpu_rounds {
-            rounds::add_round_text(self.cpu_rounds.entry(number).or_default(), &text);
-        }
-        let (outside, rounds) = rounds::split_rounds(&outside, LATENCY_ROUND);
-        for (number, text) in rounds {
-            rounds::add_round_text(self.rounds.entry(number).or_default(), &text);
-        }
-        let (outside, dsm_rounds) = rounds::split_rounds(&outside, DSM_ROUND);
-        for (number, text) in dsm_rounds {
-            let round = self.dsm_rounds.entry(number).or_default();
-            for (_, record) in records(&text) {
-                if let Record::Latency(series) = record {
-                    round.entry(series.op.clone()).or_insert(series);
-                }
+        let mut outside = log.to_string();
+        let kinds = [
+            (CPU_ROUND, &mut self.cpu_rounds),
+            (LATENCY_ROUND, &mut self.rounds),
+            (DSM_ROUND, &mut self.dsm_rounds),
+        ];
+        for (kind, rounds) in kinds {
+            let (rest, texts) = rounds::split_rounds(&outside, kind);
+            for (number, text) in texts {
+                rounds::add_round_text(rounds.entry(number).or_default(), &text);
             }
+            outside = rest;
         }
         let text = outside.as_str();
         self.native.extend(parse_perftest(text));
