@@ -574,31 +574,29 @@ mod tests {
 
     #[test]
     fn region_blocks_alternate_until_one_kind_is_done() {
-        let schedule = |iters: usize| {
+        // Runs of operations on random regions (R) and on the first (F).
+        let runs = |iters: usize| {
             let (mut random, mut first) = (0, 0);
-            let mut turns = Vec::new();
+            let mut runs: Vec<(&str, usize)> = Vec::new();
             for timed in 0..2 * iters {
                 let to_first = to_first_region(timed, random, first, iters);
-                if to_first {
-                    first += 1;
+                let (kind, done) = if to_first {
+                    ("F", &mut first)
                 } else {
-                    random += 1;
+                    ("R", &mut random)
+                };
+                *done += 1;
+                match runs.last_mut() {
+                    Some((last, n)) if *last == kind => *n += 1,
+                    _ => runs.push((kind, 1)),
                 }
-                turns.push(to_first);
             }
-            (random, first, turns)
+            let runs: Vec<String> = runs.iter().map(|(kind, n)| format!("{kind}{n}")).collect();
+            runs.join(" ")
         };
-        let (random, first, turns) = schedule(120);
-        assert_eq!((random, first), (120, 120));
-        assert!(turns[..REGION_BLOCK].iter().all(|t| !t));
-        assert!(turns[REGION_BLOCK..2 * REGION_BLOCK].iter().all(|t| *t));
-        // Blocks 3 and 5 are random until that kind has its 120; the
-        // first region takes the rest.
-        let random_later = turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count();
-        assert_eq!(random_later, 70);
-        assert!(turns[220..].iter().all(|t| *t));
-        let (random, first, _) = schedule(7);
-        assert_eq!((random, first), (7, 7));
+        // Blocks of REGION_BLOCK until the random ones have their 120.
+        assert_eq!(runs(120), "R50 F50 R50 F50 R20 F20");
+        assert_eq!(runs(7), "R7 F7");
     }
 
     #[test]

@@ -744,11 +744,9 @@ LITE-RECORD {\"regions\":{\"size\":65536,\"lmrs\":100,\"local\":50,\"memory_regi
     pub(crate) const FAILURE_OBSERVER: &str = "\
 LITE-GUEST-RUN role=bench-failure-survivor
 TAP version 13
-# lite-failure-test: manager 10.77.0.254:18500, 4 nodes, survivor
 lite: the cluster manager declared node 4 (incarnation 1) dead, epoch 5
 ok 14 - rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
 # stall rdma_write 2970 ms
-ok 15 - rdma_write returns within 4500 ms of the last successful write (2970 ms)
 # stall send_reply_imm 2951 ms
 # stall lock 2944 ms
 # stall dist_barrier 2973 ms
@@ -756,8 +754,6 @@ ok 15 - rdma_write returns within 4500 ms of the last successful write (2970 ms)
 ok 29 - leave/rejoin: dist_barrier(3) of the survivors before the cycles returns 0
 # cycle 1: 2 nodes 13309 ms after the cycle could begin, for 1203 ms
 ok 30 - leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3 (node 3 left and joined again)
-1..31
-31 passed, 0 failed
 LITE-GUEST-EXIT rc=0
 ";
 
@@ -773,7 +769,6 @@ ok 14 - rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOW
 # stall lock 2904 ms
 # stall dist_barrier 2922 ms
 # stall kernel_message 2912 ms
-ok 28 - leave/rejoin: node 3 holds chunks of the observers' spread LMRs before its first leave (held_chunks 4)
 lite: node 3 left the cluster
 # leave 13302 ms
 ok 29 - leave/rejoin cycle 1: leave(0) on node 3 returns 0
@@ -793,9 +788,6 @@ ok 39 - leave/rejoin cycle 3: join returns node 3's id again (got 3)
 ok 41 - leave/rejoin cycle 4: leave(0) on node 3 returns 0
 # rejoin 330 ms
 ok 43 - leave/rejoin cycle 4: join returns node 3's id again (got 3)
-ok 69 - leave/rejoin: held_chunks on node 3 is 0 after its last join (its chunks moved away; got 0)
-1..69
-69 passed, 0 failed
 LITE-GUEST-EXIT rc=0
 ";
 
