@@ -118,11 +118,8 @@ mod tests {
             + &round(3, 100, [500, 500, 900, 1300]);
         m.add_log("node1", &log);
         assert_eq!(m.dsm_rounds.len(), 3);
-        // Per round: 3, 2, 5 for the read fault.
-        let ratio = Range::of(&ratios(&m, "dsm_read")).unwrap();
-        assert_eq!((ratio.median, ratio.min, ratio.max), (3.0, 2.0, 5.0));
-        assert_eq!(spread(&m, "dsm_write_2_readers").unwrap().median, 1300.0);
-        // latency_record_4k puts p10 and p90 100 us from the median.
+        // latency_record_4k puts p10 and p90 100 us from the median; the
+        // read fault's ratios per round are 3, 2 and 5.
         assert_rows(
             &table(&m),
             &[
