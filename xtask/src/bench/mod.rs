@@ -142,7 +142,6 @@ pub struct Options {
 }
 
 impl Options {
-    /// Whether `part` is measured.
     fn runs(&self, part: Part) -> bool {
         self.only.is_empty() || self.only.contains(&part)
     }

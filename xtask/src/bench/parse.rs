@@ -24,7 +24,6 @@ use crate::logscan;
 /// Opens a perftest block: `LITE-PERFTEST-BEGIN test=ib_X size=N ... side=S`.
 const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
 
-/// Closes a perftest block.
 const PERFTEST_END: &str = "LITE-PERFTEST-END ";
 
 /// What the report takes of a row of perftest's latency client table of
@@ -343,12 +342,10 @@ impl<'a> Fields<'a> {
         )
     }
 
-    /// The value under `key`, as written.
     pub(super) fn text(&self, key: &str) -> Option<&'a str> {
         self.0.get(key).copied()
     }
 
-    /// An integer under `key`.
     pub(super) fn integer<T: FromStr>(&self, key: &str) -> Option<T> {
         integer(self.text(key)?)
     }
@@ -366,7 +363,6 @@ pub(super) fn number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// `text` as an integer of type `T`.
 fn integer<T: FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
 }

@@ -460,12 +460,10 @@ impl Table {
         Table { notes, columns }
     }
 
-    /// The line of headings.
     pub(super) fn header(&self) -> String {
         self.line(self.headings())
     }
 
-    /// The columns' headings.
     pub(super) fn headings(&self) -> impl Iterator<Item = &str> {
         self.columns
             .iter()

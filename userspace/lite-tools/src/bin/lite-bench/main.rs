@@ -365,7 +365,7 @@ fn timed_turns(
     match baseline {
         None => time_each(iters, &mut samples, operation)?,
         Some(baseline) => {
-            for (side, count) in baseline::schedule(iters, baseline.block()) {
+            for (side, count) in baseline::schedule(iters, baseline.block) {
                 match side {
                     Side::Baseline => baseline.turn(kind, size, count)?,
                     Side::Lite => time_each(count, &mut samples, &mut operation)?,
@@ -434,7 +434,6 @@ fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
         .map_err(failed(format_args!("alloc {size} B on node {node}")))
 }
 
-/// Frees `lmr`.
 fn free(lmr: Lmr) -> Result<(), String> {
     lmr.free().map_err(failed("free"))
 }
@@ -1024,7 +1023,6 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
     free(lmr)
 }
 
-/// Creates a lock kept by `home`.
 fn create_lock(home: u32) -> Result<LiteLock, String> {
     let mut lock = LiteLock::default();
     // SAFETY: `lock` is a live LiteLock that nothing else touches during the call.
@@ -1038,7 +1036,6 @@ fn create_lock(home: u32) -> Result<LiteLock, String> {
     Ok(lock)
 }
 
-/// The lock `number` kept by `home`.
 fn ask_lock(home: u32, number: u32) -> Result<LiteLock, String> {
     let mut lock = LiteLock::default();
     // SAFETY: as in create_lock.
