@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
-use lite::sys::LiteLock;
+use lite::sync::{Lock, LockGuard};
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::bench::{
@@ -1023,43 +1023,32 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
     free(lmr)
 }
 
-fn create_lock(home: u32) -> Result<LiteLock, String> {
-    let mut lock = LiteLock::default();
-    // SAFETY: `lock` is a live LiteLock that nothing else touches during the call.
-    let ret = unsafe { Syscalls.create_lock(home, &mut lock) };
-    if ret < 0 {
-        return Err(format!(
-            "create_lock(home {home}): {}",
-            describe_result(ret)
-        ));
+fn create_lock(home: u32) -> Result<Lock, String> {
+    Lock::create(home).map_err(failed(format_args!("create_lock(home {home})")))
+}
+
+/// Takes `lock`. A previous holder's node that died holding it
+/// (`EOWNERDEAD`) is a failure too: no node of the benchmark may die.
+fn acquire(lock: &Lock) -> Result<LockGuard<'_>, String> {
+    // Described only on a failure: a success is timed.
+    let what = || format!("lock({}/{})", lock.home(), lock.number());
+    match lock.lock() {
+        Ok(guard) if !guard.owner_died() => Ok(guard),
+        Ok(_) => Err(format!("{}: its holder's node died", what())),
+        Err(e) => Err(format!("{}: {}", what(), describe_error(&e))),
     }
-    Ok(lock)
 }
 
-fn ask_lock(home: u32, number: u32) -> Result<LiteLock, String> {
-    let mut lock = LiteLock::default();
-    // SAFETY: as in create_lock.
-    let ret = unsafe { Syscalls.ask_lock(home, number, &mut lock) };
-    expect_ok(|| format!("ask_lock(home {home}, number {number})"), ret)?;
-    Ok(lock)
-}
-
-fn acquire(lock: &LiteLock) -> Result<(), String> {
-    // SAFETY: `lock` is a live LiteLock for the duration of the call.
-    let ret = unsafe { Syscalls.lock(lock) };
-    expect_ok(|| format!("lock({}/{})", lock.home, lock.number), ret)
-}
-
-fn release(lock: &LiteLock) -> Result<(), String> {
-    // SAFETY: as in acquire.
-    let ret = unsafe { Syscalls.unlock(lock) };
-    expect_ok(|| format!("unlock({}/{})", lock.home, lock.number), ret)
+fn release(guard: LockGuard<'_>) -> Result<(), String> {
+    let lock = *guard.lock();
+    let what = format_args!("unlock({}/{})", lock.home(), lock.number());
+    guard.unlock().map_err(failed(what))
 }
 
 /// Times `pairs` lock/unlock pairs on `lock` as node `node` with
 /// `contenders` nodes taking part.
 fn time_lock_pairs(
-    lock: &LiteLock,
+    lock: &Lock,
     pairs: usize,
     contenders: u32,
     node: u32,
@@ -1071,8 +1060,7 @@ fn time_lock_pairs(
         let start = monotonic_ns();
         let locked = acquire(lock);
         let acquired = micros_since(start);
-        locked?;
-        let unlocked = release(lock);
+        let unlocked = release(locked?);
         let pair = micros_since(start);
         unlocked?;
         acquire_us.push(acquired);
@@ -1080,7 +1068,7 @@ fn time_lock_pairs(
     }
     let busy_us = micros_since(begin);
     let series = lock_record(
-        (contenders, node, lock.home),
+        (contenders, node, lock.home()),
         &acquire_us,
         &pair_us,
         busy_us,
@@ -1100,8 +1088,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
     for home in [options.memory_node, me] {
         let lock = create_lock(home)?;
         for _ in 0..WARMUP_OPS {
-            acquire(&lock)?;
-            release(&lock)?;
+            release(acquire(&lock)?)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
         emit(&series);
@@ -1156,12 +1143,12 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         }
         let lock = create_lock(home)?;
         let mut shared = [0u8; 16];
-        shared[..8].copy_from_slice(&u64::from(lock.number).to_le_bytes());
+        shared[..8].copy_from_slice(&u64::from(lock.number()).to_le_bytes());
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
             .map_err(failed("wrap_alloc of the lock's number"))?;
         say(format_args!(
             "lite-bench: lock {} on node {home} for {contenders} contending nodes",
-            lock.number
+            lock.number()
         ));
         Ok(Some((lock, lmr)))
     });
@@ -1178,14 +1165,15 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
                     .map_err(failed("read of the lock's number"))?;
                 let number = u32::try_from(u64::from_le_bytes(number))
                     .map_err(|_| "the published lock number is out of range".to_string())?;
-                (ask_lock(home, number)?, lmr)
+                let asked = Lock::ask(home, number);
+                let what = format_args!("ask_lock(home {home}, number {number})");
+                (asked.map_err(failed(what))?, lmr)
             }
         };
         // Only the contenders warm up: the home takes no part in the timing.
         let warmups = if me == home { 0 } else { WARMUP_OPS };
         for _ in 0..warmups {
-            acquire(&lock)?;
-            release(&lock)?;
+            release(acquire(&lock)?)?;
         }
         Ok((lock, lmr))
     });
@@ -1205,9 +1193,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         measured.ok_or("not measured")?;
         let (lock, lmr) = ready.as_ref().ok_or("no lock")?;
         for _ in 0..LOCK_CHECK_ROUNDS {
-            acquire(lock)?;
+            let guard = acquire(lock)?;
             let done = increment(lmr);
-            release(lock)?;
+            release(guard)?;
             done?;
         }
         Ok(())
