@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
-use lite::sync::{Lock, LockGuard};
+use lite::sync::{AtomicLmr, Lock, LockGuard};
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::bench::{
@@ -46,7 +46,6 @@ use lite_tools::bench::{
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
 use lite_tools::fuzz::rng::Rng;
-use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::kernel_message_module as kernel_messages;
 use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, time_us};
@@ -975,26 +974,24 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         return Ok(());
     }
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(failed(
-        format_args!("alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"),
-    ))?;
+    let atomic = AtomicLmr::alloc(node, PASSWORD).map_err(failed(format_args!(
+        "alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"
+    )))?;
     say(format_args!(
         "lite-bench: atomics on an {ATOMIC_SIZE} B LMR on node {node}, {} iterations per series",
         options.iters
     ));
-    let handle = lmr.handle();
     // What the LMR holds; it starts zeroed.
     let mut value = 0u64;
     let mut next = |operation: Operation| {
-        let mut old = 0u64;
-        // SAFETY: `old` is a live u64 that nothing else touches during the call.
-        let ret = unsafe {
-            match operation {
-                Operation::FetchAdd => Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE),
-                _ => Syscalls.compare_swp(handle, &mut old, value, value + 1, sys::PRIORITY_NONE),
-            }
+        let old = match operation {
+            Operation::FetchAdd => atomic.fetch_add(1, Priority::None),
+            // The value found, whether it was swapped or not.
+            _ => atomic
+                .compare_swap(value, value + 1, Priority::None)
+                .map(|found| found.unwrap_or_else(|old| old)),
         };
-        expect_ok(|| operation.to_string(), ret)?;
+        let old = old.map_err(failed(operation))?;
         if old != value {
             return Err(format!("{operation} saw {old}, expected {value}"));
         }
@@ -1012,7 +1009,9 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         report(operation, ATOMIC_SIZE, &samples)?;
     }
     let mut check = [0u8; ATOMIC_SIZE as usize];
-    lmr.read(0, &mut check, Priority::None)
+    atomic
+        .lmr()
+        .read(0, &mut check, Priority::None)
         .map_err(failed("read of the atomic LMR"))?;
     let held = u64::from_ne_bytes(check);
     if held != value {
@@ -1020,7 +1019,7 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
             "the atomic LMR holds {held} after {value} increments"
         ));
     }
-    free(lmr)
+    free(atomic.into_lmr())
 }
 
 fn create_lock(home: u32) -> Result<Lock, String> {
@@ -1247,9 +1246,8 @@ fn increment(lmr: &Lmr) -> Result<(), String> {
 }
 
 /// Sets the calling process's default priority; returns the previous one.
-fn set_priority(priority: u32) -> Result<u32, String> {
-    let ret = Syscalls.set_priority(priority);
-    u32::try_from(ret).map_err(|_| format!("set_priority({priority}): {}", describe_result(ret)))
+fn set_priority(priority: Priority) -> Result<Priority, String> {
+    lite::sync::set_priority(priority).map_err(failed(format_args!("set_priority({priority:?})")))
 }
 
 /// Whether QoS is on ([`QOS_ENABLED`]).
@@ -1288,7 +1286,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     let node = options.memory_node;
     let initial = qos_enabled()?;
     let lmr = alloc(node, QOS_SIZE)?;
-    let previous = set_priority(sys::PRIORITY_HIGH)?;
+    let previous = set_priority(Priority::High)?;
     say(format_args!(
         "lite-bench: isolation: {} rounds of {} high-priority {QOS_SIZE} B writes to node {node} \
          per phase; load: {} low-priority processes writing {QOS_LOAD_SIZE} B",
@@ -1584,7 +1582,7 @@ fn load_process(args: &[String]) -> Result<String, String> {
 /// Writes `size` bytes to an LMR on `node` at low priority, again and
 /// again, until stdin closes.
 fn load(node: u32, size: u64) -> Result<LoadReport, String> {
-    set_priority(sys::PRIORITY_LOW)?;
+    set_priority(Priority::Low)?;
     let lmr = alloc(node, size)?;
     let seed = pattern::seed(&[u64::from(node), size, u64::from(std::process::id())]);
     let mut data = vec![0u8; size as usize];
