@@ -448,15 +448,6 @@ fn throughput_ops(options: &Options, size: u64) -> usize {
     throughput_iters(size, options.bw_bytes, MIN_THROUGHPUT_OPS, options.iters)
 }
 
-/// A raw result of a call that returns 0 on success.
-fn expect_ok(what: impl FnOnce() -> String, ret: c_long) -> Result<(), String> {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(format!("{}: {}", what(), describe_result(ret)))
-    }
-}
-
 /// Prints a throughput series' record; `None` is a series that failed.
 fn report_throughput(throughput: Option<record::Throughput>) -> Result<(), String> {
     let throughput = throughput.ok_or("no usable samples (zero durations)")?;
@@ -491,8 +482,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         // A different byte per size, so an earlier series cannot pass the check.
         let byte = 0x11u8.wrapping_mul((index as u8).wrapping_add(1)) | 0x80;
         let memset = || {
-            let ret = sys::remote_memset(target.handle(), 0, size, byte.into());
-            expect_ok(|| format!("memset of {size} B"), ret)
+            let set = target.memset(0, size, byte);
+            set.map_err(failed(format_args!("memset of {size} B")))
         };
         let samples = timed_series(ops, memset)?;
         let check = &mut data[..size as usize];
@@ -506,8 +497,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         report_throughput(throughput_of_ops(Operation::Memset, size, &samples))?;
 
         let memcpy = || {
-            let ret = sys::memcpy(source.handle(), 0, target.handle(), 0, size);
-            expect_ok(|| format!("memcpy of {size} B"), ret)
+            let copied = source.copy_to(0, &target, 0, size);
+            copied.map_err(failed(format_args!("memcpy of {size} B")))
         };
         let samples = timed_series(ops, memcpy)?;
         let check = &mut data[..size as usize];
@@ -575,8 +566,8 @@ fn async_series(
 ) -> Result<(), String> {
     let (handle, password) = (lmr.handle(), lmr.password());
     let reap = |op: u64| {
-        let ret = sys::async_wait(op, 0);
-        expect_ok(|| format!("lite_async_wait({op})"), ret)
+        let waited = lite::check(sys::async_wait(op, 0)).map(drop);
+        waited.map_err(failed(format_args!("lite_async_wait({op})")))
     };
     let started = |what: &str, size: u64, ret: c_long| {
         u64::try_from(ret)
