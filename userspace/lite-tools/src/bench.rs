@@ -135,6 +135,22 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// What `lite-bench --series` measures.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Series {
+        /// Every series.
+        All = "all",
+        /// Only the series the benchmark's interleaved rounds compare with
+        /// the native verbs baseline.
+        Latency = "latency",
+        /// Only the memory region curve.
+        Regions = "regions",
+        /// Only the process curve.
+        Processes = "processes",
+    }
+}
+
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -632,6 +648,8 @@ mod tests {
                           region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
         assert_eq!(names(&ProcessWorkload::ALL, |w| w.name()), "write rpc");
+        let series = "all latency regions processes";
+        assert_eq!(names(&Series::ALL, |s| s.name()), series);
         assert_eq!(names(&QosPhase::ALL, |p| p.name()), "unloaded loaded");
     }
 

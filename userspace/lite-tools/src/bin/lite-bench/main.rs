@@ -41,7 +41,7 @@ use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::bench::{
     calls_per_thread, completion_groups, emit, latency, lock_record, parse_switch, qos_records,
     region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
-    throughput_of_ops, to_first_region, LoadReport, Operation, QosPhase, QosStep,
+    throughput_of_ops, to_first_region, LoadReport, Operation, QosPhase, QosStep, Series,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -59,7 +59,7 @@ mod piped;
 mod process_curve;
 
 use baseline::{Baseline, Side};
-use options::{parse_options, Options, Series, CLI};
+use options::{parse_options, Options, CLI};
 use piped::Piped;
 
 /// Nodes taking part: the one holding the memory and the one measuring.
