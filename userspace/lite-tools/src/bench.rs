@@ -538,16 +538,6 @@ pub fn qos_records(
     Some(records)
 }
 
-/// Reads a debugfs switch: `1`/`Y`/`y` is on, `0`/`N`/`n` off (a `u32` or
-/// a `bool` file); `None` for anything else.
-pub fn parse_switch(text: &str) -> Option<bool> {
-    match text.trim() {
-        "1" | "Y" | "y" => Some(true),
-        "0" | "N" | "n" => Some(false),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -896,13 +886,5 @@ mod tests {
         for bad in ["0", "64", "Auto", "others"] {
             assert!(PeerNode::parse(bad, 64).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn debugfs_switches() {
-        for (text, on) in [("1\n", true), ("Y\n", true), ("0", false), ("N\n", false)] {
-            assert_eq!(parse_switch(text), Some(on), "{text:?}");
-        }
-        assert_eq!((parse_switch("2"), parse_switch("")), (None, None));
     }
 }

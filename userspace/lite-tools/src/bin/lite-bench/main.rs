@@ -39,9 +39,9 @@ use lite::sync::{AtomicLmr, Lock, LockGuard};
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, emit, latency, lock_record, parse_switch, qos_records,
-    region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
-    throughput_of_ops, to_first_region, LoadReport, Operation, QosPhase, QosStep, Series,
+    calls_per_thread, completion_groups, emit, latency, lock_record, qos_records, region_record,
+    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
+    to_first_region, LoadReport, Operation, QosPhase, QosStep, Series,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -1244,7 +1244,10 @@ fn set_priority(priority: Priority) -> Result<Priority, String> {
 /// Whether QoS is on ([`QOS_ENABLED`]).
 fn qos_enabled() -> Result<bool, String> {
     let text = std::fs::read_to_string(QOS_ENABLED).map_err(|e| format!("{QOS_ENABLED}: {e}"))?;
-    parse_switch(&text).ok_or_else(|| format!("{QOS_ENABLED} holds {:?}", text.trim()))
+    match debugfs::parse_qos(&text) {
+        Ok(on @ (0 | 1)) => Ok(on == 1),
+        _ => Err(format!("{QOS_ENABLED} holds {:?}", text.trim())),
+    }
 }
 
 /// Turns QoS on or off and checks that it took.
