@@ -145,26 +145,17 @@ const CREATE_LARGE_SIZE: u64 = 16 << 20;
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
 
-/// What a helper process does with its arguments: its last line, or why
-/// it failed.
-type HelperMain = fn(&[String]) -> Result<String, String>;
-
-/// The processes this program starts as copies of itself, by their first
-/// argument: each says its result, or `fail REASON`, on its last line.
-const HELPERS: [(&str, HelperMain); 2] = [
-    (LOAD_SUBCOMMAND, load_process),
-    (
-        process_curve::PROCESS_SUBCOMMAND,
-        process_curve::process_main,
-    ),
-];
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let helper = args.split_first().and_then(|(first, rest)| {
-        let (_, helper) = HELPERS.iter().find(|(name, _)| name == first)?;
-        Some(helper(rest))
-    });
+    // The processes this program starts as copies of itself, by their first
+    // argument: each says its result, or `fail REASON`, on its last line.
+    let helper = match args.split_first() {
+        Some((first, rest)) if first == LOAD_SUBCOMMAND => Some(load_process(rest)),
+        Some((first, rest)) if first == process_curve::PROCESS_SUBCOMMAND => {
+            Some(process_curve::process_main(rest))
+        }
+        _ => None,
+    };
     if let Some(outcome) = helper {
         return say_and_exit(outcome.map_err(|reason| format!("fail {reason}")));
     }
