@@ -872,7 +872,8 @@ LITE-FAILURE-VICTIM re";
             LOCK_LOG,
             QOS_LOG,
         ];
-        let records = logs.iter().chain(&[REGIONS_LOG]);
+        let curves = [REGIONS_LOG, REGION_CURVE_LOG, PROCESS_CURVE_LOG];
+        let records = logs.iter().chain(&curves);
         let mut filed_kinds = std::collections::HashSet::new();
         for record in records.flat_map(|log| Record::all_in(log, TAG)) {
             // The line as `lite-bench` prints it, after a timestamp, then
@@ -890,7 +891,7 @@ LITE-FAILURE-VICTIM re";
             }
         }
         // Every kind that has a series of its own.
-        assert_eq!(filed_kinds.len(), 8);
+        assert_eq!(filed_kinds.len(), 9);
     }
 
     #[test]
@@ -935,51 +936,36 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":5
 ";
 
     #[test]
-    fn parses_the_process_curve_apart_from_the_other_series() {
-        let mut m = measured(PROCESS_CURVE_LOG);
-        assert_eq!(m.process_curve.len(), 5, "{:?}", m.process_curve);
-        let lite_write: Vec<String> = m.process_curve[&(Side::Lite, "write".into(), 4)]
-            .iter()
-            .map(values)
-            .collect();
-        assert_eq!(lite_write, ["write 64 4 200 100000.0 99000.0 8000.0 1 2"]);
-        assert_eq!(m.process_curve[&(Side::Native, "rpc".into(), 4)][0].mrs, 12);
-        // Not latency series, and those are not process curve steps.
-        assert_eq!(m.lite.len(), 1);
-        assert!(measured(REGION_CURVE_LOG).process_curve.is_empty());
-        // A second round adds to the same steps.
-        m.add_log("processes/node2", PROCESS_CURVE_LOG);
-        assert_eq!(m.process_curve.len(), 5);
-        assert!(m.process_curve.values().all(|rounds| rounds.len() == 2));
-        assert!(!m.is_empty());
-    }
-
-    #[test]
-    fn parses_the_memory_region_curve_apart_from_the_latency_series() {
+    fn the_curves_are_kept_apart_from_the_latency_series() {
         let m = measured(REGION_CURVE_LOG);
         let points: Vec<String> = m
             .region_curve
-            .iter()
-            .map(|((side, op, size, regions), l)| {
-                let p99 = l.p99.unwrap_or_default();
-                format!(
-                    "{side:?} {op} {size} {regions} {} {} {} {p99}",
-                    l.median, l.p10, l.p90
-                )
-            })
+            .keys()
+            .map(|(side, op, size, regions)| format!("{side:?} {op} {size} {regions}"))
             .collect();
-        // LITE's points first, then the baseline's, each by op and size.
+        // LITE's points first, then the baseline's, each by op and size;
+        // create and free have no live regions.
         let want = [
-            "Lite region_create 1073741824 0 900000 1 1 1",
-            "Lite region_read 64 100000 230 200 280 450",
-            "Lite region_write 64 1 205 185 255 410",
-            "Native region_create 4096 0 60 50 70 80",
-            "Native region_write 64 1 200 180 250 400",
-            "Native region_write 64 100000 210 190 260 420",
+            "Lite region_create 1073741824 0",
+            "Lite region_read 64 100000",
+            "Lite region_write 64 1",
+            "Native region_create 4096 0",
+            "Native region_write 64 1",
+            "Native region_write 64 100000",
         ];
         assert_eq!(points, want);
         // The plain write stays a latency series; the curve's lines do not.
         assert_eq!(m.lite.keys().collect::<Vec<_>>(), [&("write".into(), 64)]);
+        assert!(m.process_curve.is_empty());
+        let mut m = measured(PROCESS_CURVE_LOG);
+        assert_eq!(
+            (m.process_curve.len(), m.lite.len(), m.is_empty()),
+            (5, 1, false)
+        );
+        // A second round adds to the same steps.
+        m.add_log("processes/node2", PROCESS_CURVE_LOG);
+        assert_eq!(m.process_curve.len(), 5);
+        assert!(m.process_curve.values().all(|rounds| rounds.len() == 2));
     }
 
     #[test]
