@@ -573,14 +573,12 @@ pub fn lock_table(m: &Measurements) -> Vec<String> {
             };
             let ids = [r.contenders.to_string(), r.node.to_string(), home];
             let times = [&r.acquire, &r.pair].map(|s| [cell(Some(s.median)), spread_cell(Some(s))]);
-            let rate = [r.iters.to_string()].into_iter().chain(times.concat());
-            lines.push(
-                table.line(
-                    ids.into_iter()
-                        .chain(rate)
-                        .chain([cell(Some(r.pairs_per_s))]),
-                ),
-            );
+            let per_s = cell(Some(r.pairs_per_s));
+            let rate = [r.iters.to_string()]
+                .into_iter()
+                .chain(times.concat())
+                .chain([per_s]);
+            lines.push(table.line(ids.into_iter().chain(rate)));
         }
         if contenders < 2 {
             continue;

@@ -286,33 +286,24 @@ impl LoadReport {
     }
 }
 
-/// Any record, named by its kind: `{"latency":{...}}`.
+/// Any record, named by its kind: `{"latency":{...}}`; each kind's type
+/// says what it holds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Record {
-    /// A latency series.
     Latency(Latency),
-    /// A throughput series.
     Throughput(Throughput),
     /// RPC calls from several threads at once.
     RpcThroughput(RpcLoad),
     /// RPC calls of one thread, several in flight.
     RpcAsync(RpcLoad),
-    /// A lock series.
     Lock(Lock),
-    /// Raw lock-acquire times.
     LockSamples(LockSamples),
-    /// An isolation phase.
     Qos(Qos),
-    /// A load process of an isolation phase.
     QosLoad(QosLoad),
-    /// Resource counters of the memory region series.
     Regions(Regions),
-    /// A step of the process curve.
     Process(Process),
-    /// A node's share of a step of the cluster-size curve.
     Scale(Scale),
-    /// CPU time of a round's program.
     Cpu(Cpu),
 }
 
