@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::say;
 use crate::stats::{percentile, summarize};
+pub use lite_bench_record::LoadReport;
 use lite_bench_record::{self as record, Record};
 
 /// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
@@ -131,6 +132,22 @@ named_enum! {
         RegionCreate = "region_create",
         /// `lite_remote_free` of one LMR.
         RegionFree = "region_free",
+    }
+}
+
+named_enum! {
+    /// What `lite-bench --series` measures.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Series {
+        /// Every series.
+        All = "all",
+        /// Only the series the benchmark's interleaved rounds compare with
+        /// the native verbs baseline.
+        Latency = "latency",
+        /// Only the memory region curve.
+        Regions = "regions",
+        /// Only the process curve.
+        Processes = "processes",
     }
 }
 
@@ -446,52 +463,9 @@ pub fn p99(samples: &[f64]) -> Option<f64> {
     percentile(&sorted, 99.0)
 }
 
-/// What one low-priority load process did, as it reports it to its parent
-/// on one line: `done ops=.. bytes=.. elapsed_us=..`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LoadReport {
-    /// Writes completed.
-    pub ops: u64,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Time from the start of the load to the last write, microseconds.
-    pub elapsed_us: f64,
-}
-
-impl LoadReport {
-    /// The line a load process prints when it stops.
-    pub fn line(&self) -> String {
-        format!(
-            "done ops={} bytes={} elapsed_us={:.2}",
-            self.ops, self.bytes, self.elapsed_us
-        )
-    }
-
-    /// Parses [`LoadReport::line`]'s output.
-    pub fn parse(line: &str) -> Option<LoadReport> {
-        let rest = line.trim_end().strip_prefix("done ")?;
-        let mut ops = None;
-        let mut bytes = None;
-        let mut elapsed_us = None;
-        for field in rest.split_whitespace() {
-            match field.split_once('=')? {
-                ("ops", v) => ops = v.parse().ok(),
-                ("bytes", v) => bytes = v.parse().ok(),
-                ("elapsed_us", v) => elapsed_us = v.parse::<f64>().ok().filter(|v| v.is_finite()),
-                _ => {}
-            }
-        }
-        Some(LoadReport {
-            ops: ops?,
-            bytes: bytes?,
-            elapsed_us: elapsed_us?,
-        })
-    }
-
-    /// MiB/s; 0 when no time elapsed.
-    pub fn mibps(&self) -> f64 {
-        mib_per_s(self.bytes, self.elapsed_us).unwrap_or(0.0)
-    }
+/// MiB/s of a load process; 0 when no time elapsed.
+fn mibps(load: &LoadReport) -> f64 {
+    mib_per_s(load.bytes, load.elapsed_us).unwrap_or(0.0)
 }
 
 named_enum! {
@@ -536,11 +510,7 @@ pub fn qos_records(
         qos: qos.clone(),
         size,
         iters: l.count as u64,
-        latency: record::Spread {
-            median: l.median,
-            p10: l.p10,
-            p90: l.p90,
-        },
+        latency: record::Spread::of(samples_us)?,
         p99: p99(samples_us)?,
         min: l.min,
         max: l.max,
@@ -549,7 +519,7 @@ pub fn qos_records(
         load_size,
         load_ops: load.iter().map(|r| r.ops).sum(),
         // Not `sum()`, which makes -0.0 of nothing.
-        load_mibps: load.iter().fold(0.0, |total, r| total + r.mibps()),
+        load_mibps: load.iter().fold(0.0, |total, r| total + mibps(r)),
         throttled,
     })];
     let loaders = load.iter().zip(1..).map(|(report, loader)| {
@@ -561,21 +531,11 @@ pub fn qos_records(
             ops: report.ops,
             bytes: report.bytes,
             elapsed_us: report.elapsed_us,
-            mibps: report.mibps(),
+            mibps: mibps(report),
         })
     });
     records.extend(loaders);
     Some(records)
-}
-
-/// Reads a debugfs switch: `1`/`Y`/`y` is on, `0`/`N`/`n` off (a `u32` or
-/// a `bool` file); `None` for anything else.
-pub fn parse_switch(text: &str) -> Option<bool> {
-    match text.trim() {
-        "1" | "Y" | "y" => Some(true),
-        "0" | "N" | "n" => Some(false),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -620,31 +580,29 @@ mod tests {
 
     #[test]
     fn region_blocks_alternate_until_one_kind_is_done() {
-        let schedule = |iters: usize| {
+        // Runs of operations on random regions (R) and on the first (F).
+        let runs = |iters: usize| {
             let (mut random, mut first) = (0, 0);
-            let mut turns = Vec::new();
+            let mut runs: Vec<(&str, usize)> = Vec::new();
             for timed in 0..2 * iters {
                 let to_first = to_first_region(timed, random, first, iters);
-                if to_first {
-                    first += 1;
+                let (kind, done) = if to_first {
+                    ("F", &mut first)
                 } else {
-                    random += 1;
+                    ("R", &mut random)
+                };
+                *done += 1;
+                match runs.last_mut() {
+                    Some((last, n)) if *last == kind => *n += 1,
+                    _ => runs.push((kind, 1)),
                 }
-                turns.push(to_first);
             }
-            (random, first, turns)
+            let runs: Vec<String> = runs.iter().map(|(kind, n)| format!("{kind}{n}")).collect();
+            runs.join(" ")
         };
-        let (random, first, turns) = schedule(120);
-        assert_eq!((random, first), (120, 120));
-        assert!(turns[..REGION_BLOCK].iter().all(|t| !t));
-        assert!(turns[REGION_BLOCK..2 * REGION_BLOCK].iter().all(|t| *t));
-        // Blocks 3 and 5 are random until that kind has its 120; the
-        // first region takes the rest.
-        let random_later = turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count();
-        assert_eq!(random_later, 70);
-        assert!(turns[220..].iter().all(|t| *t));
-        let (random, first, _) = schedule(7);
-        assert_eq!((random, first), (7, 7));
+        // Blocks of REGION_BLOCK until the random ones have their 120.
+        assert_eq!(runs(120), "R50 F50 R50 F50 R20 F20");
+        assert_eq!(runs(7), "R7 F7");
     }
 
     #[test]
@@ -659,15 +617,8 @@ mod tests {
         let got = (write.regions, write.iters, write.median);
         assert_eq!(got, (Some(100), 3, 12.5));
         assert_close(write.p99.unwrap_or_default(), 19.85);
-        let Some(Record::Latency(create)) =
-            region_record(Operation::RegionCreate, 4096, None, &samples)
-        else {
-            panic!("not a latency record");
-        };
-        assert_eq!(
-            (create.regions, create.op.as_str()),
-            (None, "region_create")
-        );
+        let create = region_record(Operation::RegionCreate, 4096, None, &samples);
+        assert!(matches!(create, Some(Record::Latency(l)) if l.regions.is_none()));
         let plain = latency(Operation::Read, 8, &samples).expect("samples");
         assert_eq!(
             (plain.regions, plain.p99, plain.min, plain.max),
@@ -686,15 +637,9 @@ mod tests {
                           region_write region_read region_write_first region_read_first \
                           region_create region_free";
         assert_eq!(names(&Operation::ALL, |o| o.name()), operations);
-        for operation in Operation::ALL {
-            assert_eq!(operation.to_string(), operation.name());
-        }
         assert_eq!(names(&ProcessWorkload::ALL, |w| w.name()), "write rpc");
-        assert_eq!(
-            ProcessWorkload::from_name("rpc"),
-            Some(ProcessWorkload::Rpc)
-        );
-        assert_eq!(ProcessWorkload::from_name("read"), None);
+        let series = "all latency regions processes";
+        assert_eq!(names(&Series::ALL, |s| s.name()), series);
         assert_eq!(names(&QosPhase::ALL, |p| p.name()), "unloaded loaded");
     }
 
@@ -709,14 +654,6 @@ mod tests {
         // Fewer iterations asked for than the minimum: the request wins.
         assert_eq!(throughput_iters(4 << 20, budget, 8, 3), 3);
         assert_eq!(throughput_iters(4096, 0, 0, 0), 1);
-    }
-
-    #[test]
-    fn throughput_units_are_mib_per_second() {
-        // 1 MiB in 1 s, 4 KiB in 1 ms.
-        assert_eq!(mib_per_s(1 << 20, 1e6), Some(1.0));
-        assert_eq!(mib_per_s(4096, 1000.0), Some(3.90625));
-        assert_eq!(mib_per_s(4096, 0.0), None);
     }
 
     #[test]
@@ -768,10 +705,7 @@ mod tests {
         assert_eq!(series(8, &[], 10), None);
         // Two completions at the same instant make an empty interval.
         assert_eq!(series(8, &[5, 5], 2), None);
-    }
-
-    #[test]
-    fn completion_groups_span_a_window() {
+        // Groups of at least a window each, at most 10.
         for (total, depth, groups) in [(1000, 1, 10), (256, 32, 8), (20, 32, 1), (0, 0, 1)] {
             assert_eq!(completion_groups(total, depth), groups);
         }
@@ -782,7 +716,6 @@ mod tests {
     struct Engine {
         last_id: u64,
         in_flight: Vec<(u64, usize)>,
-        max_in_flight: usize,
         log: Vec<String>,
         fail_submit_at: Option<u64>,
         fail_reap_of: Option<u64>,
@@ -806,7 +739,6 @@ mod tests {
                 assert!(!reused, "slot {slot} reused while in flight");
                 e.last_id = id;
                 e.in_flight.push((id, slot));
-                e.max_in_flight = e.max_in_flight.max(e.in_flight.len());
                 e.log.push(format!("s{id}"));
                 Ok(id)
             },
@@ -832,7 +764,7 @@ mod tests {
     fn window_keeps_depth_operations_in_flight() {
         let (completions, e) = drive(Engine::default(), 7, 3);
         assert_eq!(completions, Ok(vec![10, 20, 30, 40, 50, 60, 70]));
-        assert_eq!((e.max_in_flight, e.in_flight.len()), (3, 0));
+        // Never more than 3 in flight, and every one reaped.
         assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 s5 r3 s6 r4 s7 r5 r6 r7");
         let (completions, e) = drive(Engine::default(), 3, 1);
         assert_eq!(completions.map(|c| c.len()), Ok(3));
@@ -878,34 +810,6 @@ mod tests {
     }
 
     #[test]
-    fn p99_interpolates() {
-        let samples: Vec<f64> = (1..=101).map(f64::from).collect();
-        assert_eq!(p99(&samples), Some(100.0));
-        assert_eq!(p99(&[7.0]), Some(7.0));
-        assert_eq!(p99(&[]), None);
-    }
-
-    #[test]
-    fn load_reports_round_trip() {
-        let r = LoadReport {
-            ops: 16,
-            bytes: 1 << 20,
-            elapsed_us: 500_000.0,
-        };
-        assert_eq!(r.line(), "done ops=16 bytes=1048576 elapsed_us=500000.00");
-        assert_eq!(LoadReport::parse(&format!("{}\n", r.line())), Some(r));
-        assert_eq!(r.mibps(), 2.0);
-        assert_eq!(LoadReport::parse("ready"), None);
-        assert_eq!(LoadReport::parse("done ops=1 bytes=2"), None);
-        assert_eq!(LoadReport::parse("done ops=1 bytes=2 elapsed_us=inf"), None);
-        let idle = LoadReport {
-            elapsed_us: 0.0,
-            ..r
-        };
-        assert_eq!(idle.mibps(), 0.0);
-    }
-
-    #[test]
     fn qos_lines() {
         let load = LoadReport {
             ops: 16,
@@ -935,6 +839,11 @@ mod tests {
             )
         };
         assert_eq!(shares, [share(1), share(2), share(3)]);
+        let idle = LoadReport {
+            elapsed_us: 0.0,
+            ..load
+        };
+        assert_eq!(mibps(&idle), 0.0);
         let unloaded = records(1, QosPhase::Unloaded, true, &[]);
         let [Record::Qos(alone)] = &unloaded[..] else {
             panic!("not one QoS record: {unloaded:?}");
@@ -956,35 +865,26 @@ mod tests {
     fn peer_nodes_parse_and_resolve_after_joining() {
         let membership = "node 2\nincarnation 1\nepoch 3\nmanager_epoch 3\nfenced 0\n\
                           peer 1 alive incarnation 1\npeer 3 dead incarnation 1\n";
-        assert_eq!(alive_peers(membership), [1]);
-        let read = || Ok(membership.to_string());
-        assert_eq!(PeerNode::parse("other", 64), Ok(PeerNode::Other));
-        assert_eq!(PeerNode::Other.resolve(2, read), Ok(1));
-        assert_eq!(PeerNode::This.resolve(2, read), Ok(2));
-        assert_eq!(PeerNode::Auto.resolve(2, read), Ok(1));
-        let this = PeerNode::parse("this", 64).map(|p| p.resolve(5, read));
-        assert_eq!(this, Ok(Ok(5)));
-        assert_eq!(PeerNode::Id(7).resolve(2, read), Ok(7));
-        let two = || {
-            Ok("node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\npeer 4 alive incarnation 2\n".to_string())
-        };
-        assert!(PeerNode::Other.resolve(1, two).is_err());
-        let alone = PeerNode::Other.resolve(1, || Ok("node 1\n".into()));
-        let unread = PeerNode::Other.resolve(1, || Err("no file".into()));
-        assert!(alone.is_err() && unread.is_err());
-        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
-        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
-        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
+        let two = "node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\n\
+                   peer 4 alive incarnation 2\n";
+        // `--peer-node`, the node's id and its membership file (None:
+        // unreadable): the memory node, or None for an error.
+        let cases = [
+            ("other", 2, Some(membership), Some(1)),
+            ("this", 5, Some(membership), Some(5)),
+            ("auto", 3, None, Some(1)),
+            ("2", 1, None, Some(2)),
+            ("other", 1, Some(two), None),
+            ("other", 1, Some("node 1\n"), None),
+            ("other", 1, None, None),
+        ];
+        for (text, me, file, want) in cases {
+            let read = || file.map(str::to_string).ok_or("no file".to_string());
+            let node = PeerNode::parse(text, 64).and_then(|peer| peer.resolve(me, read));
+            assert_eq!(node.ok(), want, "{text} on node {me}");
+        }
         for bad in ["0", "64", "Auto", "others"] {
             assert!(PeerNode::parse(bad, 64).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn debugfs_switches() {
-        for (text, on) in [("1\n", true), ("Y\n", true), ("0", false), ("N\n", false)] {
-            assert_eq!(parse_switch(text), Some(on), "{text:?}");
-        }
-        assert_eq!((parse_switch("2"), parse_switch("")), (None, None));
     }
 }

@@ -33,16 +33,15 @@ const JOBS: [&str; 5] = ["log", "wordcount", "invindex", "pagerank", "components
 /// Versions in report order (`dsm`: LITE-Graph-DSM, the graph jobs only).
 const TRANSPORTS: [&str; 4] = ["local", "tcp", "lite", "dsm"];
 
-/// One `LITE-APP` line: a run of job `app` (`log`, `wordcount`, ...) over
-/// `transport` (`lite`, `tcp` or `local`) by `nodes` ranks in the phase of
-/// `cluster` VMs (a local run's neighbours were busy too), its `work` in
-/// `unit`s, and whether its result matched the reference.
+/// What the report takes of a `LITE-APP` line: a run of job `app` (`log`,
+/// `wordcount`, ...) over `transport` (`lite`, `tcp` or `local`) in the
+/// phase of `cluster` VMs (a local run's neighbours were busy too), its
+/// `work` in `unit`s, and whether its result matched the reference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppRun {
     pub cluster: usize,
     pub app: String,
     pub transport: String,
-    pub nodes: u32,
     pub work: u64,
     pub unit: String,
     pub seconds: f64,
@@ -62,7 +61,6 @@ pub fn parse_app_runs(text: &str, cluster: usize) -> Vec<AppRun> {
                 cluster,
                 app: fields.text("app")?.to_string(),
                 transport: fields.text("transport")?.to_string(),
-                nodes: fields.integer("nodes")?,
                 work: fields.integer("work")?,
                 unit: fields.text("unit")?.to_string(),
                 seconds: number(fields.text("seconds")?)?,

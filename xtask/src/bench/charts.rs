@@ -280,23 +280,20 @@ where
     Ok(())
 }
 
-/// Draws `draw` into `dir/name.svg` and `dir/name.png`, `size` pixels;
-/// returns the SVG's path.
-fn both(
-    dir: &Path,
-    name: &str,
-    size: (u32, u32),
-    draw: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
-    draw_png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
-) -> Result<PathBuf> {
-    font()?;
-    let svg = dir.join(format!("{name}.svg"));
-    let png = dir.join(format!("{name}.png"));
-    draw(&SVGBackend::new(&svg, size).into_drawing_area())
-        .with_context(|| format!("drawing {}", svg.display()))?;
-    draw_png(&BitMapBackend::new(&png, size).into_drawing_area())
-        .with_context(|| format!("drawing {}", png.display()))?;
-    Ok(svg)
+/// Draws `$chart` with `$draw` into `$dir/<name>.svg` and `.png`, `$size`
+/// pixels, and returns the SVG's path: a macro, as `$draw` is generic over
+/// the two backends.
+macro_rules! draw_both {
+    ($draw:ident, $chart:expr, $dir:expr, $size:expr) => {{
+        font()?;
+        let svg = $dir.join(format!("{}.svg", $chart.name));
+        let png = $dir.join(format!("{}.png", $chart.name));
+        $draw($chart, &SVGBackend::new(&svg, $size).into_drawing_area())
+            .with_context(|| format!("drawing {}", svg.display()))?;
+        $draw($chart, &BitMapBackend::new(&png, $size).into_drawing_area())
+            .with_context(|| format!("drawing {}", png.display()))?;
+        Ok(svg)
+    }};
 }
 
 impl LineChart {
@@ -323,9 +320,7 @@ impl LineChart {
 
     /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
     pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
-        both(dir, &self.name, SIZE, &|a| draw_lines(self, a), &|a| {
-            draw_lines(self, a)
-        })
+        draw_both!(draw_lines, self, dir, SIZE)
     }
 }
 
@@ -353,9 +348,7 @@ impl RangeChart {
     /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
     pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
         let size = (SIZE.0, range_chart_height(self.entries.len()));
-        both(dir, &self.name, size, &|a| draw_ranges(self, a), &|a| {
-            draw_ranges(self, a)
-        })
+        draw_both!(draw_ranges, self, dir, size)
     }
 }
 

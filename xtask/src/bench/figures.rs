@@ -453,38 +453,34 @@ mod tests {
                    per_s=0.4 checked=yes";
         let apps = super::super::apps::parse_app_runs(app, 2);
         let figures = collect(&m, &apps);
+        // Value, low and high end of the spread, to hundredths; `-` for no
+        // spread, None for no figure.
         let find = |key: &str| {
-            let figure = figures.iter().find(|f| f.key == key);
-            figure.map(|f| (f.value, f.low, f.high))
+            let figure = figures.iter().find(|f| f.key == key)?;
+            let ends =
+                [figure.low, figure.high].map(|end| end.map_or("-".into(), |e| format!("{e:.2}")));
+            Some(format!("{:.2} {} {}", figure.value, ends[0], ends[1]))
         };
-        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        // The rounds' ratios 1.10, 1.02 and 1.03.
-        let ratio = find("latency/write/64/ratio").expect("ratio");
-        assert!(near(ratio.0, 1.03), "{ratio:?}");
-        assert_eq!(
-            find("lite/write/64"),
-            Some((999.0, Some(900.0), Some(1100.0)))
-        );
-        assert_eq!(find("apps/log/2/lite").map(|f| f.0), Some(2.5));
-        assert!(
-            find("lite/rpc/64").is_none(),
-            "a round series is no one-off"
-        );
-        // Isolation: the phases' medians over the rounds, the ratios of the
-        // rounds 1.3 and 1.1.
-        let unloaded = find("qos/unloaded/on");
-        assert_eq!(unloaded, Some((1500.0, Some(1350.0), Some(1800.0))));
-        let on = find("qos/ratio/on").expect("ratio with QoS on");
-        let spread = near(on.1.unwrap_or(0.0), 1.1) && near(on.2.unwrap_or(0.0), 1.3);
-        assert!(near(on.0, 1.2) && spread, "{on:?}");
-        // Measured in one round only: no spread of zero width.
-        assert_eq!(find("qos/ratio/off"), Some((4.0, None, None)));
-        // LITE-DSM: ratios per round, the medians over the rounds.
-        assert_eq!(
-            find("dsm/dsm_read/ratio"),
-            Some((2.5, Some(2.0), Some(3.0)))
-        );
-        assert_eq!(find("dsm/read/us"), Some((250.0, Some(150.0), Some(350.0))));
-        assert_eq!(find("dsm/read/ratio"), None);
+        let want = [
+            // The rounds' ratios 1.10, 1.02 and 1.03.
+            ("latency/write/64/ratio", Some("1.03 1.02 1.10")),
+            ("lite/write/64", Some("999.00 900.00 1100.00")),
+            ("apps/log/2/lite", Some("2.50 2.50 2.50")),
+            // A round series is no one-off.
+            ("lite/rpc/64", None),
+            // Isolation: the phases' medians over the rounds, the ratios of
+            // the rounds 1.3 and 1.1; measured in one round only, no spread
+            // of zero width.
+            ("qos/unloaded/on", Some("1500.00 1350.00 1800.00")),
+            ("qos/ratio/on", Some("1.20 1.10 1.30")),
+            ("qos/ratio/off", Some("4.00 - -")),
+            // LITE-DSM: ratios per round, the medians over the rounds.
+            ("dsm/dsm_read/ratio", Some("2.50 2.00 3.00")),
+            ("dsm/read/us", Some("250.00 150.00 350.00")),
+            ("dsm/read/ratio", None),
+        ];
+        for (key, want) in want {
+            assert_eq!(find(key).as_deref(), want, "{key}");
+        }
     }
 }

@@ -155,6 +155,9 @@ mod tests {
         let round_two = "2 loaded on 3 1000 2200.00 3300.00 2000.00-2600.00 1.10 ";
         assert!(words(&table[6]).starts_with(round_two));
         assert_eq!(super::table(&QosRows::new()).len(), 1);
+        // The phases' spreads over the rounds are the figures test's.
+        let in_order = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
+        assert_eq!(phases(&qos_rows()).collect::<Vec<_>>(), in_order);
     }
 
     #[test]
@@ -199,15 +202,5 @@ mod tests {
             format!("{target}: not evaluated, a measurement is missing; with QoS off: -"),
         ];
         assert_eq!(found, want);
-    }
-
-    #[test]
-    fn phases_are_summarized_over_the_rounds() {
-        let rows = qos_rows();
-        let unloaded = phase_spread(&rows, "unloaded", "on").map(|s| (s.median, s.p10, s.p90));
-        assert_eq!(unloaded, Some((1500.0, 1350.0, 1800.0)));
-        let in_order = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
-        assert_eq!(phases(&rows).collect::<Vec<_>>(), in_order);
-        assert_eq!(phase_spread(&rows, "loaded", "nope"), None);
     }
 }

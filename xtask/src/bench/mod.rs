@@ -1,22 +1,9 @@
 //! `cargo xtask bench`: LITE's latency and throughput against native verbs,
-//! its atomics and locks, priority isolation, failure handling and the
-//! paper's applications, each [`Part`] in clusters of VMs of its own
-//! (`--only` picks some).
-//!
-//! Two VMs running the release kernel, each pinned to its own host CPU,
-//! first alternate for `--rounds` rounds the native verbs baseline and
-//! LITE's same series, a ratio per round ([`rounds`]); then node 1 serves
-//! perftest's latency and bandwidth tests ([`run::bw_runs`]) to node 2, the
-//! well-known reference, and both run the whole of `lite-bench`: latency,
-//! atomics, uncontended locks, memset/memcpy and asynchronous throughput,
-//! RPC, isolation ([`isolation`]) and node 2's memory regions as its LMRs
-//! grow. Three VMs time LITE-DSM's page faults beside LITE reads of a page,
-//! in rounds of their own ([`dsm`]). Short phases of 3 and 5 VMs,
-//! [`LOCK_ROUNDS`] times each, contend for one lock; [`FAILURE_NODES`] VMs run the failure test's program,
-//! whose last node is killed; then come the memory region curve
-//! ([`region_curve`]), the process curve ([`process_curve`]), the
-//! cluster-size curve ([`cluster_scale`]) and the applications ([`apps`]).
-//! Every number printed is parsed from the guests' output.
+//! its atomics and locks, priority isolation, failure handling, the memory
+//! region, process and cluster-size curves and the paper's applications,
+//! each [`Part`] in clusters of VMs of its own (`--only` picks some), in the
+//! order of [`fn@run`], whose phases [`mod@run`] describes. Every number
+//! printed is parsed from the guests' output.
 //!
 //! [`run`] boots the clusters and collects their console logs, [`parse`]
 //! turns those logs into typed measurements, [`report`] and [`rounds`]
@@ -142,7 +129,6 @@ pub struct Options {
 }
 
 impl Options {
-    /// Whether `part` is measured.
     fn runs(&self, part: Part) -> bool {
         self.only.is_empty() || self.only.contains(&part)
     }

@@ -261,33 +261,49 @@ pub struct Cpu {
     pub busy_ticks: u64,
 }
 
-/// Any record, named by its kind: `{"latency":{...}}`.
+/// What a low-priority load process of the isolation run tells its parent
+/// on its last line: its writes, their bytes and the time from the start
+/// of the load to the last write. No record: the parent turns it into a
+/// [`QosLoad`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub ops: u64,
+    pub bytes: u64,
+    pub elapsed_us: f64,
+}
+
+impl LoadReport {
+    /// Its line, JSON.
+    pub fn line(&self) -> String {
+        // Plain data with string keys: serializing it cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The report on `line`; `None` for any other line, or a time that
+    /// is no number.
+    pub fn parse(line: &str) -> Option<LoadReport> {
+        serde_json::from_str(line).ok()
+    }
+}
+
+/// Any record, named by its kind: `{"latency":{...}}`; each kind's type
+/// says what it holds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Record {
-    /// A latency series.
     Latency(Latency),
-    /// A throughput series.
     Throughput(Throughput),
     /// RPC calls from several threads at once.
     RpcThroughput(RpcLoad),
     /// RPC calls of one thread, several in flight.
     RpcAsync(RpcLoad),
-    /// A lock series.
     Lock(Lock),
-    /// Raw lock-acquire times.
     LockSamples(LockSamples),
-    /// An isolation phase.
     Qos(Qos),
-    /// A load process of an isolation phase.
     QosLoad(QosLoad),
-    /// Resource counters of the memory region series.
     Regions(Regions),
-    /// A step of the process curve.
     Process(Process),
-    /// A node's share of a step of the cluster-size curve.
     Scale(Scale),
-    /// CPU time of a round's program.
     Cpu(Cpu),
 }
 
@@ -396,6 +412,22 @@ mod tests {
             "{s:?}"
         );
         assert_eq!(Spread::of(&[]), None);
+    }
+
+    #[test]
+    fn load_reports_round_trip() {
+        let report = LoadReport {
+            ops: 16,
+            bytes: 1 << 20,
+            elapsed_us: 500_000.25,
+        };
+        assert_eq!(LoadReport::parse(&report.line()), Some(report));
+        let failed = LoadReport {
+            elapsed_us: f64::INFINITY,
+            ..report
+        };
+        assert_eq!(LoadReport::parse(&failed.line()), None);
+        assert_eq!(LoadReport::parse("ready"), None);
     }
 
     #[test]

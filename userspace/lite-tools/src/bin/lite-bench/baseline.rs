@@ -52,14 +52,10 @@ pub fn schedule(iters: usize, block: usize) -> Vec<(Side, usize)> {
 }
 
 /// A running `lite-verbs-bench --turns`, waiting for its turns.
-///
-/// # Invariants
-///
-/// `stdin` is `Some` until [`Baseline::finish`] or drop closes it.
 pub struct Baseline {
     process: Piped,
     /// Most operations per block.
-    block: usize,
+    pub block: usize,
 }
 
 impl Baseline {
@@ -73,11 +69,6 @@ impl Baseline {
         // bounded wait.
         let process = Piped::spawn(program, words, "the baseline", false)?;
         Ok(Baseline { process, block })
-    }
-
-    /// Most operations per block.
-    pub fn block(&self) -> usize {
-        self.block
     }
 
     /// Lets the baseline time `count` operations of its series of

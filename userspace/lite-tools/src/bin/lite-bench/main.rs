@@ -1,45 +1,29 @@
 //! `lite-bench`: latency and throughput of LITE operations between two
-//! nodes, atomics, locks, the isolation of high-priority operations, and
-//! the memory regions a node registers as its live LMRs grow.
+//! nodes, atomics, locks, RPC, kernel messages, the isolation of
+//! high-priority operations, the memory regions a node registers as its
+//! live LMRs grow and LITE-DSM's page throughput, in the order [`run`]
+//! takes them; each `measure_*` function says what it times.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
 //! only waits (and serves the RPC echo port); the other allocates LMRs
-//! there and measures, in order: write/read latency per `--sizes` size,
-//! `lite_fetch_add` and `lite_compare_swp` on an 8-byte atomic LMR, and
-//! uncontended lock/unlock pairs on a lock kept by either node; memset and
-//! memcpy throughput, done on the memory node; asynchronous writes and
-//! reads with N in flight per `--depths` depth; RPC round trips, RPC under
-//! several client threads and asynchronous RPC; kernel message round trips
-//! between the two kernels (`lite_tools::kernel_message_module`);
-//! isolation (high-priority writes alone and beside `--qos-loaders`
-//! low-priority copies of this program, `lite-bench __qos-load NODE SIZE`,
-//! in alternating rounds, the first with the load also run with QoS off);
-//! and the memory regions of the node's resources file as 1, 10, 100 and
-//! 1000 LMRs of 4 KiB, then 100 of 64 KiB, are alive, which must follow the
-//! pool's memory, not the number of LMRs; last, LITE-DSM's page throughput
-//! (`dsm.rs`).
+//! there and measures. `--series latency` measures only the latency series
+//! and RPC round trips: one round of the interleaved comparison with the
+//! native verbs baseline, which with `--baseline COMMAND` this program
+//! starts itself and takes turns with within every series (`baseline.rs`).
+//! `--series regions` measures the memory region curve (random LMRs in
+//! blocks taking turns with blocks on the first, so that the cost of many
+//! LMRs is a ratio of series measured in the same minutes), `--series
+//! processes` the process curve (`process_curve.rs`), `--scale N` one step
+//! of the cluster-size curve (`cluster_scale.rs`), `--contend N` a lock
+//! kept by node 1 that the N - 1 other nodes take turns on (the home does
+//! not contend: its own threads take its locks with no message at all),
+//! and `--dsm N` LITE-DSM's page faults in rounds (`dsm.rs`).
 //!
-//! `--series latency` measures only the latency series and RPC round trips:
-//! one round of the interleaved comparison with the native verbs baseline,
-//! which with `--baseline COMMAND` this program starts itself and takes
-//! turns with within every series (see `baseline.rs`). `--series regions`
-//! measures the memory region curve (random writes and reads over N live
-//! LMRs in blocks taking turns with blocks on the first LMR, so that the
-//! cost of many LMRs is a ratio of series measured in the same minutes;
-//! then the time to create and free LMRs by size), `--series processes`
-//! the process curve (`process_curve.rs`), `--scale N` one step of the
-//! cluster-size curve (`cluster_scale.rs`), and `--contend N` a lock kept
-//! by node 1 that the N - 1 other nodes take turns on (the home does not
-//! contend: its own threads take its locks with no message at all), and
-//! `--dsm N` LITE-DSM's page faults in rounds, beside LITE reads of a page
-//! (`dsm.rs`).
-//!
-//! Every result is one record of `lite_bench_record` on a line of its own,
-//! `LITE-RECORD {"latency":{"op":"write",..}}`; throughputs are MiB/s
-//! (perftest's MB/sec), total bytes over total time, with a spread over
-//! single operations or over up to 10 consecutive groups of completions.
-//! Every series checks the data it moved afterwards. The run ends with
-//! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
+//! Every result is one record of `lite_bench_record` on a line of its own;
+//! throughputs are MiB/s (perftest's MB/sec), total bytes over total time,
+//! with a spread over single operations or over up to 10 consecutive groups
+//! of completions. Every series checks the data it moved afterwards. The
+//! run ends with `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
 use std::fmt::Display;
 use std::io::ErrorKind;
@@ -51,18 +35,17 @@ use std::time::{Duration, Instant};
 
 use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
-use lite::sys::LiteLock;
+use lite::sync::{AtomicLmr, Lock, LockGuard};
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, emit, latency, lock_record, parse_switch, qos_records,
-    region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
-    throughput_of_ops, to_first_region, LoadReport, Operation, QosPhase, QosStep,
+    calls_per_thread, completion_groups, emit, latency, lock_record, qos_records, region_record,
+    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
+    to_first_region, LoadReport, Operation, QosPhase, QosStep, Series,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
 use lite_tools::fuzz::rng::Rng;
-use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::kernel_message_module as kernel_messages;
 use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, time_us};
@@ -76,7 +59,7 @@ mod piped;
 mod process_curve;
 
 use baseline::{Baseline, Side};
-use options::{parse_options, Options, Series, CLI};
+use options::{parse_options, Options, CLI};
 use piped::Piped;
 
 /// Nodes taking part: the one holding the memory and the one measuring.
@@ -162,26 +145,17 @@ const CREATE_LARGE_SIZE: u64 = 16 << 20;
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
 
-/// What a helper process does with its arguments: its last line, or why
-/// it failed.
-type HelperMain = fn(&[String]) -> Result<String, String>;
-
-/// The processes this program starts as copies of itself, by their first
-/// argument: each says its result, or `fail REASON`, on its last line.
-const HELPERS: [(&str, HelperMain); 2] = [
-    (LOAD_SUBCOMMAND, load_process),
-    (
-        process_curve::PROCESS_SUBCOMMAND,
-        process_curve::process_main,
-    ),
-];
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let helper = args.split_first().and_then(|(first, rest)| {
-        let (_, helper) = HELPERS.iter().find(|(name, _)| name == first)?;
-        Some(helper(rest))
-    });
+    // The processes this program starts as copies of itself, by their first
+    // argument: each says its result, or `fail REASON`, on its last line.
+    let helper = match args.split_first() {
+        Some((first, rest)) if first == LOAD_SUBCOMMAND => Some(load_process(rest)),
+        Some((first, rest)) if first == process_curve::PROCESS_SUBCOMMAND => {
+            Some(process_curve::process_main(rest))
+        }
+        _ => None,
+    };
     if let Some(outcome) = helper {
         return say_and_exit(outcome.map_err(|reason| format!("fail {reason}")));
     }
@@ -381,7 +355,7 @@ fn timed_turns(
     match baseline {
         None => time_each(iters, &mut samples, operation)?,
         Some(baseline) => {
-            for (side, count) in baseline::schedule(iters, baseline.block()) {
+            for (side, count) in baseline::schedule(iters, baseline.block) {
                 match side {
                     Side::Baseline => baseline.turn(kind, size, count)?,
                     Side::Lite => time_each(count, &mut samples, &mut operation)?,
@@ -450,7 +424,6 @@ fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
         .map_err(failed(format_args!("alloc {size} B on node {node}")))
 }
 
-/// Frees `lmr`.
 fn free(lmr: Lmr) -> Result<(), String> {
     lmr.free().map_err(failed("free"))
 }
@@ -464,15 +437,6 @@ fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String
 /// Operations in one throughput series of `size`-byte operations.
 fn throughput_ops(options: &Options, size: u64) -> usize {
     throughput_iters(size, options.bw_bytes, MIN_THROUGHPUT_OPS, options.iters)
-}
-
-/// A raw result of a call that returns 0 on success.
-fn expect_ok(what: impl FnOnce() -> String, ret: c_long) -> Result<(), String> {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(format!("{}: {}", what(), describe_result(ret)))
-    }
 }
 
 /// Prints a throughput series' record; `None` is a series that failed.
@@ -509,8 +473,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         // A different byte per size, so an earlier series cannot pass the check.
         let byte = 0x11u8.wrapping_mul((index as u8).wrapping_add(1)) | 0x80;
         let memset = || {
-            let ret = sys::remote_memset(target.handle(), 0, size, byte.into());
-            expect_ok(|| format!("memset of {size} B"), ret)
+            let set = target.memset(0, size, byte);
+            set.map_err(failed(format_args!("memset of {size} B")))
         };
         let samples = timed_series(ops, memset)?;
         let check = &mut data[..size as usize];
@@ -524,8 +488,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         report_throughput(throughput_of_ops(Operation::Memset, size, &samples))?;
 
         let memcpy = || {
-            let ret = sys::memcpy(source.handle(), 0, target.handle(), 0, size);
-            expect_ok(|| format!("memcpy of {size} B"), ret)
+            let copied = source.copy_to(0, &target, 0, size);
+            copied.map_err(failed(format_args!("memcpy of {size} B")))
         };
         let samples = timed_series(ops, memcpy)?;
         let check = &mut data[..size as usize];
@@ -593,8 +557,8 @@ fn async_series(
 ) -> Result<(), String> {
     let (handle, password) = (lmr.handle(), lmr.password());
     let reap = |op: u64| {
-        let ret = sys::async_wait(op, 0);
-        expect_ok(|| format!("lite_async_wait({op})"), ret)
+        let waited = lite::check(sys::async_wait(op, 0)).map(drop);
+        waited.map_err(failed(format_args!("lite_async_wait({op})")))
     };
     let started = |what: &str, size: u64, ret: c_long| {
         u64::try_from(ret)
@@ -992,26 +956,24 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         return Ok(());
     }
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(failed(
-        format_args!("alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"),
-    ))?;
+    let atomic = AtomicLmr::alloc(node, PASSWORD).map_err(failed(format_args!(
+        "alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"
+    )))?;
     say(format_args!(
         "lite-bench: atomics on an {ATOMIC_SIZE} B LMR on node {node}, {} iterations per series",
         options.iters
     ));
-    let handle = lmr.handle();
     // What the LMR holds; it starts zeroed.
     let mut value = 0u64;
     let mut next = |operation: Operation| {
-        let mut old = 0u64;
-        // SAFETY: `old` is a live u64 that nothing else touches during the call.
-        let ret = unsafe {
-            match operation {
-                Operation::FetchAdd => Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE),
-                _ => Syscalls.compare_swp(handle, &mut old, value, value + 1, sys::PRIORITY_NONE),
-            }
+        let old = match operation {
+            Operation::FetchAdd => atomic.fetch_add(1, Priority::None),
+            // The value found, whether it was swapped or not.
+            _ => atomic
+                .compare_swap(value, value + 1, Priority::None)
+                .map(|found| found.unwrap_or_else(|old| old)),
         };
-        expect_ok(|| operation.to_string(), ret)?;
+        let old = old.map_err(failed(operation))?;
         if old != value {
             return Err(format!("{operation} saw {old}, expected {value}"));
         }
@@ -1029,7 +991,9 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         report(operation, ATOMIC_SIZE, &samples)?;
     }
     let mut check = [0u8; ATOMIC_SIZE as usize];
-    lmr.read(0, &mut check, Priority::None)
+    atomic
+        .lmr()
+        .read(0, &mut check, Priority::None)
         .map_err(failed("read of the atomic LMR"))?;
     let held = u64::from_ne_bytes(check);
     if held != value {
@@ -1037,48 +1001,35 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
             "the atomic LMR holds {held} after {value} increments"
         ));
     }
-    free(lmr)
+    free(atomic.into_lmr())
 }
 
-/// Creates a lock kept by `home`.
-fn create_lock(home: u32) -> Result<LiteLock, String> {
-    let mut lock = LiteLock::default();
-    // SAFETY: `lock` is a live LiteLock that nothing else touches during the call.
-    let ret = unsafe { Syscalls.create_lock(home, &mut lock) };
-    if ret < 0 {
-        return Err(format!(
-            "create_lock(home {home}): {}",
-            describe_result(ret)
-        ));
+fn create_lock(home: u32) -> Result<Lock, String> {
+    Lock::create(home).map_err(failed(format_args!("create_lock(home {home})")))
+}
+
+/// Takes `lock`. A previous holder's node that died holding it
+/// (`EOWNERDEAD`) is a failure too: no node of the benchmark may die.
+fn acquire(lock: &Lock) -> Result<LockGuard<'_>, String> {
+    // Described only on a failure: a success is timed.
+    let what = || format!("lock({}/{})", lock.home(), lock.number());
+    match lock.lock() {
+        Ok(guard) if !guard.owner_died() => Ok(guard),
+        Ok(_) => Err(format!("{}: its holder's node died", what())),
+        Err(e) => Err(format!("{}: {}", what(), describe_error(&e))),
     }
-    Ok(lock)
 }
 
-/// The lock `number` kept by `home`.
-fn ask_lock(home: u32, number: u32) -> Result<LiteLock, String> {
-    let mut lock = LiteLock::default();
-    // SAFETY: as in create_lock.
-    let ret = unsafe { Syscalls.ask_lock(home, number, &mut lock) };
-    expect_ok(|| format!("ask_lock(home {home}, number {number})"), ret)?;
-    Ok(lock)
-}
-
-fn acquire(lock: &LiteLock) -> Result<(), String> {
-    // SAFETY: `lock` is a live LiteLock for the duration of the call.
-    let ret = unsafe { Syscalls.lock(lock) };
-    expect_ok(|| format!("lock({}/{})", lock.home, lock.number), ret)
-}
-
-fn release(lock: &LiteLock) -> Result<(), String> {
-    // SAFETY: as in acquire.
-    let ret = unsafe { Syscalls.unlock(lock) };
-    expect_ok(|| format!("unlock({}/{})", lock.home, lock.number), ret)
+fn release(guard: LockGuard<'_>) -> Result<(), String> {
+    let lock = *guard.lock();
+    let what = format_args!("unlock({}/{})", lock.home(), lock.number());
+    guard.unlock().map_err(failed(what))
 }
 
 /// Times `pairs` lock/unlock pairs on `lock` as node `node` with
 /// `contenders` nodes taking part.
 fn time_lock_pairs(
-    lock: &LiteLock,
+    lock: &Lock,
     pairs: usize,
     contenders: u32,
     node: u32,
@@ -1090,8 +1041,7 @@ fn time_lock_pairs(
         let start = monotonic_ns();
         let locked = acquire(lock);
         let acquired = micros_since(start);
-        locked?;
-        let unlocked = release(lock);
+        let unlocked = release(locked?);
         let pair = micros_since(start);
         unlocked?;
         acquire_us.push(acquired);
@@ -1099,7 +1049,7 @@ fn time_lock_pairs(
     }
     let busy_us = micros_since(begin);
     let series = lock_record(
-        (contenders, node, lock.home),
+        (contenders, node, lock.home()),
         &acquire_us,
         &pair_us,
         busy_us,
@@ -1119,8 +1069,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
     for home in [options.memory_node, me] {
         let lock = create_lock(home)?;
         for _ in 0..WARMUP_OPS {
-            acquire(&lock)?;
-            release(&lock)?;
+            release(acquire(&lock)?)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
         emit(&series);
@@ -1175,12 +1124,12 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         }
         let lock = create_lock(home)?;
         let mut shared = [0u8; 16];
-        shared[..8].copy_from_slice(&u64::from(lock.number).to_le_bytes());
+        shared[..8].copy_from_slice(&u64::from(lock.number()).to_le_bytes());
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
             .map_err(failed("wrap_alloc of the lock's number"))?;
         say(format_args!(
             "lite-bench: lock {} on node {home} for {contenders} contending nodes",
-            lock.number
+            lock.number()
         ));
         Ok(Some((lock, lmr)))
     });
@@ -1197,14 +1146,15 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
                     .map_err(failed("read of the lock's number"))?;
                 let number = u32::try_from(u64::from_le_bytes(number))
                     .map_err(|_| "the published lock number is out of range".to_string())?;
-                (ask_lock(home, number)?, lmr)
+                let asked = Lock::ask(home, number);
+                let what = format_args!("ask_lock(home {home}, number {number})");
+                (asked.map_err(failed(what))?, lmr)
             }
         };
         // Only the contenders warm up: the home takes no part in the timing.
         let warmups = if me == home { 0 } else { WARMUP_OPS };
         for _ in 0..warmups {
-            acquire(&lock)?;
-            release(&lock)?;
+            release(acquire(&lock)?)?;
         }
         Ok((lock, lmr))
     });
@@ -1224,9 +1174,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         measured.ok_or("not measured")?;
         let (lock, lmr) = ready.as_ref().ok_or("no lock")?;
         for _ in 0..LOCK_CHECK_ROUNDS {
-            acquire(lock)?;
+            let guard = acquire(lock)?;
             let done = increment(lmr);
-            release(lock)?;
+            release(guard)?;
             done?;
         }
         Ok(())
@@ -1278,15 +1228,17 @@ fn increment(lmr: &Lmr) -> Result<(), String> {
 }
 
 /// Sets the calling process's default priority; returns the previous one.
-fn set_priority(priority: u32) -> Result<u32, String> {
-    let ret = Syscalls.set_priority(priority);
-    u32::try_from(ret).map_err(|_| format!("set_priority({priority}): {}", describe_result(ret)))
+fn set_priority(priority: Priority) -> Result<Priority, String> {
+    lite::sync::set_priority(priority).map_err(failed(format_args!("set_priority({priority:?})")))
 }
 
 /// Whether QoS is on ([`QOS_ENABLED`]).
 fn qos_enabled() -> Result<bool, String> {
     let text = std::fs::read_to_string(QOS_ENABLED).map_err(|e| format!("{QOS_ENABLED}: {e}"))?;
-    parse_switch(&text).ok_or_else(|| format!("{QOS_ENABLED} holds {:?}", text.trim()))
+    match debugfs::parse_qos(&text) {
+        Ok(on @ (0 | 1)) => Ok(on == 1),
+        _ => Err(format!("{QOS_ENABLED} holds {:?}", text.trim())),
+    }
 }
 
 /// Turns QoS on or off and checks that it took.
@@ -1319,7 +1271,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     let node = options.memory_node;
     let initial = qos_enabled()?;
     let lmr = alloc(node, QOS_SIZE)?;
-    let previous = set_priority(sys::PRIORITY_HIGH)?;
+    let previous = set_priority(Priority::High)?;
     say(format_args!(
         "lite-bench: isolation: {} rounds of {} high-priority {QOS_SIZE} B writes to node {node} \
          per phase; load: {} low-priority processes writing {QOS_LOAD_SIZE} B",
@@ -1615,7 +1567,7 @@ fn load_process(args: &[String]) -> Result<String, String> {
 /// Writes `size` bytes to an LMR on `node` at low priority, again and
 /// again, until stdin closes.
 fn load(node: u32, size: u64) -> Result<LoadReport, String> {
-    set_priority(sys::PRIORITY_LOW)?;
+    set_priority(Priority::Low)?;
     let lmr = alloc(node, size)?;
     let seed = pattern::seed(&[u64::from(node), size, u64::from(std::process::id())]);
     let mut data = vec![0u8; size as usize];

@@ -9,7 +9,7 @@ use lite::sys;
 use lite_tools::args::{
     in_range, invalid, option, parse_positive_list, ArgError, Cli, Parsed, CM_OPTION,
 };
-use lite_tools::bench::{Operation, PeerNode};
+use lite_tools::bench::{Operation, PeerNode, Series};
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
 use super::{MAX_SIZE, RPC_THROUGHPUT_SIZE};
@@ -37,31 +37,6 @@ const MAX_CURVE_PROCESSES: u64 = 256;
 
 /// Most rounds of the LITE-DSM faults.
 const MAX_DSM_ROUNDS: u32 = 100;
-
-/// What `--series` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Series {
-    /// Every series.
-    All,
-    /// Only the series the benchmark's interleaved rounds compare with the
-    /// native verbs baseline.
-    Latency,
-    /// Only the memory region curve.
-    Regions,
-    /// Only the process curve.
-    Processes,
-}
-
-/// The `--series` of a name.
-fn parse_series(text: &str) -> Result<Series, String> {
-    match text {
-        "all" => Ok(Series::All),
-        "latency" => Ok(Series::Latency),
-        "regions" => Ok(Series::Regions),
-        "processes" => Ok(Series::Processes),
-        _ => Err("expected all, latency, regions or processes".to_string()),
-    }
-}
 
 /// Declares [`Options`], [`CLI`] and [`read_options`] from the fields no
 /// option fills (set by [`parse_options`]) and one list of options besides
@@ -156,7 +131,7 @@ options! {
     /// benchmark's interleaved comparison); regions: only the memory region curve; processes: only
     /// the process curve (default all)
     series: Series = ("series", "all|latency|regions|processes"),
-        given_or(Series::All, parse_series);
+        given_or(Series::All, Series::parse);
     /// latency series: only these of write, read, fetch_add, compare_swp and rpc (default all of
     /// them)
     ops: Vec<Operation> = ("ops", "LIST"), given_or(LATENCY_OPS.to_vec(), parse_latency_ops);
