@@ -390,8 +390,8 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     if report.skipped() > 0 {
         ui::progress(&format!("{} cases skipped (not counted)", report.skipped()));
     }
-    counts.passed += report.passed() as u64;
-    counts.failed += report.failed() as u64;
+    counts.passed += report.passed();
+    counts.failed += report.failed();
     let problems = report.problems();
     // Problems no failed case accounts for (nothing ran, a suite failed to
     // initialise) still have to show in the count.
