@@ -17,26 +17,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syscalls::{self, find_top, Syscall};
 
-const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
-const SYSCALLS_C_PATH: &str = "lite-api-c/kernel/lite_syscalls.c";
-const TXT_PATH: &str = "config/syzkaller/lite.txt";
-const CONST_PATH: &str = "config/syzkaller/lite.txt.const";
-
-/// For messages.
+/// The files' names in messages.
 const HEADER: &str = "lite.h";
 const SYSCALLS_C: &str = "lite_syscalls.c";
 const TXT: &str = "lite.txt";
 const CONST: &str = "lite.txt.const";
 
+/// Each file's name and its path in the repository.
+const FILES: [(&str, &str); 4] = [
+    (HEADER, "lite-api-c/include/uapi/linux/lite.h"),
+    (SYSCALLS_C, "lite-api-c/kernel/lite_syscalls.c"),
+    (TXT, "config/syzkaller/lite.txt"),
+    (CONST, "config/syzkaller/lite.txt.const"),
+];
+
 const ARCH: &str = "amd64";
 
-#[derive(Clone, PartialEq, Debug)]
-struct Sources {
-    header: String,
-    syscalls_c: String,
-    txt: String,
-    consts: String,
-}
+/// Each file's text, by its name.
+type Sources = BTreeMap<&'static str, String>;
 
 /// A declaration, `(type, name)`: a C parameter or field, or a syzlang
 /// argument or field.
@@ -81,11 +79,11 @@ fn check(src: &Sources) -> Vec<String> {
 fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     // Every numbered call is defined, and only those (see `syscalls::load`).
-    let calls = syscalls::load(&src.header, &src.syscalls_c);
+    let calls = syscalls::load(&src[HEADER], &src[SYSCALLS_C]);
     let calls = calls.map_err(|e| format!("{HEADER} and {SYSCALLS_C}: {e:#}"))?;
-    let header = parse_header(&src.header, &mut problems);
-    let syz = parse_syzlang(&src.txt, &mut problems);
-    let consts = parse_consts(&src.consts).map_err(|e| format!("{CONST}: {e}"))?;
+    let header = parse_header(&src[HEADER], &mut problems);
+    let syz = parse_syzlang(&src[TXT], &mut problems);
+    let consts = parse_consts(&src[CONST]).map_err(|e| format!("{CONST}: {e}"))?;
     check_calls(&calls, &header, &syz, &mut problems);
     check_numbers(&calls, &consts, &mut problems);
     check_constants(&header, &syz, &consts, &mut problems);
@@ -750,12 +748,7 @@ mod tests {
     }
 
     fn load() -> Sources {
-        Sources {
-            header: read(HEADER_PATH),
-            syscalls_c: read(SYSCALLS_C_PATH),
-            txt: read(TXT_PATH),
-            consts: read(CONST_PATH),
-        }
+        FILES.map(|(name, path)| (name, read(path))).into()
     }
 
     #[test]
@@ -764,14 +757,14 @@ mod tests {
         let problems = check(&repo);
         assert!(
             problems.is_empty(),
-            "{TXT_PATH} and {CONST_PATH} drifted from {HEADER_PATH} and {SYSCALLS_C_PATH}:\n  {}",
+            "{TXT} and {CONST} drifted from {HEADER} and {SYSCALLS_C}:\n  {}",
             problems.join("\n  ")
         );
         // Every call is described, so the scanners did read the files.
-        let numbers = syscalls::parse_numbers(&repo.header).unwrap();
-        let syz = parse_syzlang(&repo.txt, &mut Vec::new());
+        let numbers = syscalls::parse_numbers(&repo[HEADER]).unwrap();
+        let syz = parse_syzlang(&repo[TXT], &mut Vec::new());
         assert_eq!(syz.calls.len(), numbers.len());
-        let header = parse_header(&repo.header, &mut Vec::new());
+        let header = parse_header(&repo[HEADER], &mut Vec::new());
         assert_eq!(header.prototypes.len(), numbers.len());
     }
 
@@ -878,13 +871,7 @@ mod tests {
                     let (file, rest) = edit.split_once(": ").expect("file: from => to");
                     let (from, to) = rest.split_once(" =>").expect("from => to");
                     let to = to.strip_prefix(' ').unwrap_or(to);
-                    let text = match file {
-                        HEADER => &mut r.header,
-                        SYSCALLS_C => &mut r.syscalls_c,
-                        TXT => &mut r.txt,
-                        CONST => &mut r.consts,
-                        _ => panic!("no file {file}"),
-                    };
+                    let text = r.get_mut(file).unwrap_or_else(|| panic!("no file {file}"));
                     if from.is_empty() {
                         text.push_str(to);
                     } else {
