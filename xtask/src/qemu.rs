@@ -25,6 +25,7 @@ pub struct Nic {
     pub mac: String,
 }
 
+#[derive(Default)]
 pub struct VmSpec {
     /// Short name, e.g. `node1`.
     pub name: String,
