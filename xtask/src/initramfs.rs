@@ -397,7 +397,7 @@ mod tests {
 
     /// What roles run, `role: step`, each role's steps in order as `/init`
     /// writes them; each `lite-*` program that starts a step is packed.
-    const ROLE_STEPS: [&str; 17] = [
+    const ROLE_STEPS: [&str; 18] = [
         "demo: lite-demo --cm \"$cm\" --nodes \"$nodes\"",
         "test: program lite-cluster-test\n",
         "test: lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\"",
@@ -412,6 +412,7 @@ mod tests {
         // The survivors take the cluster test's silence once the failure
         // program ended, before the marker after which the harness tells
         // the manager the same.
+        "failure-survivor: program lite-failure-test\n",
         "failure-survivor: lite-failure-test --cm \"$cm\" --nodes \"$nodes\" --role survivor ${ip2:+--second-address \"$ip2\"}",
         "failure-survivor: set_manager_timeout \"$clustertestcmtimeout\"",
         "failure-survivor: program lite-cluster-test\n",
