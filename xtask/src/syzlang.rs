@@ -445,9 +445,9 @@ struct SynCall {
 struct Syzlang {
     calls: Vec<SynCall>,
     structs: BTreeMap<String, Vec<Decl>>,
-    /// Resource and type alias names to underlying types.
-    resources: BTreeMap<String, String>,
-    aliases: BTreeMap<String, String>,
+    /// Resource and type alias names (syzkaller gives no two types one
+    /// name) to underlying types.
+    underlying: BTreeMap<String, String>,
     /// Constants the descriptions use, each with the first line using it.
     consts_used: BTreeMap<String, usize>,
 }
@@ -486,7 +486,7 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             let (name, args) = parse_type(decl.split(':').next().unwrap_or_default());
             match args[..] {
                 [base] => {
-                    syz.resources.insert(name.to_string(), base.to_string());
+                    syz.underlying.insert(name.to_string(), base.to_string());
                 }
                 _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
             }
@@ -494,7 +494,8 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
         }
         let alias = line.strip_prefix("type ").map(str::trim);
         if let Some((name, ty)) = alias.and_then(|a| a.split_once(char::is_whitespace)) {
-            syz.aliases.insert(name.to_string(), ty.trim().to_string());
+            syz.underlying
+                .insert(name.to_string(), ty.trim().to_string());
             continue;
         }
         let after = line.trim_start_matches(|c| is_ident_char(c) || c == '$');
@@ -561,7 +562,7 @@ impl Syzlang {
                 _ => Width::Register,
             },
             _ => {
-                let underlying = self.resources.get(name).or(self.aliases.get(name));
+                let underlying = self.underlying.get(name);
                 match (int_bytes(name), underlying) {
                     (Some(bytes), _) => Width::Bytes(bytes),
                     (None, Some(underlying)) => self.width(underlying, depth + 1),
@@ -890,8 +891,8 @@ mod tests {
     fn syzlang_types_have_their_widths() {
         let mut syz = Syzlang::default();
         let text = |(name, ty): (&str, &str)| (name.to_string(), ty.to_string());
-        syz.resources = BTreeMap::from([("h", "int64"), ("sub", "h")].map(text));
-        syz.aliases = BTreeMap::from([("p", "flags[ps, int32]")].map(text));
+        let types = [("h", "int64"), ("sub", "h"), ("p", "flags[ps, int32]")];
+        syz.underlying = BTreeMap::from(types.map(text));
         let w = |t: &str| syz.width(t, 0);
         assert_eq!(w("int16be"), Width::Bytes(2));
         assert_eq!(w("int32[0:256]"), Width::Bytes(4));
@@ -970,8 +971,8 @@ mod tests {
             decl("f2", "len[f1, int32]"),
         ];
         assert_eq!(syz.structs["s"], fields);
-        assert_eq!(syz.resources["r"], "int32");
-        assert_eq!(syz.aliases["t"], "flags[fs, int64]");
+        assert_eq!(syz.underlying["r"], "int32");
+        assert_eq!(syz.underlying["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
         assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
         // Unreadable lines are reported.
