@@ -71,7 +71,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`GUEST_SECRET_PATH`], readable by root only, and its directories.
 fn secret_archive(secret: &[u8]) -> Vec<u8> {
     let file = [(GUEST_SECRET_PATH.to_string(), secret.to_vec())];
-    newc::archive(&newc::with_directories(&file, REGULAR_FILE | 0o400))
+    newc::archive(&file, REGULAR_FILE | 0o400)
 }
 
 #[cfg(test)]

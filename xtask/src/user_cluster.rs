@@ -138,7 +138,7 @@ impl ProgramArchive {
     }
 
     fn bytes(&self) -> Vec<u8> {
-        newc::archive(&newc::with_directories(&self.files, REGULAR_FILE | 0o755))
+        newc::archive(&self.files, REGULAR_FILE | 0o755)
     }
 }
 
