@@ -51,7 +51,6 @@ impl ClusterSecretFiles {
         self.dir.path().join("cluster.secret")
     }
 
-    /// The initrd of the cluster's guests.
     pub fn initrd(&self) -> PathBuf {
         self.dir.path().join("initramfs-with-secret.cpio.gz")
     }
