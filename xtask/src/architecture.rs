@@ -229,17 +229,13 @@ fn module_of(unit: &[&str], file: &str) -> Vec<String> {
 /// `crate` or the current module.
 fn absolute_path(here: &[String], segments: &[String]) -> Option<Vec<String>> {
     let (first, rest) = segments.split_first()?;
-    let (start, rest) = match first.as_str() {
+    // `self` and `super` are read as the segments after them are.
+    let (mut path, rest) = match first.as_str() {
         "crate" | "$crate" => (Vec::new(), rest),
-        "self" => (here.to_vec(), rest),
-        "super" => (here.split_last()?.1.to_vec(), rest),
+        "self" | "super" => (here.to_vec(), segments),
         _ => return None,
     };
-    absolute_path_from(start, rest)
-}
-
-fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<String>> {
-    for segment in segments {
+    for segment in rest {
         match segment.as_str() {
             "super" => {
                 path.pop()?;

@@ -17,31 +17,18 @@ const TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The guest starts its role.
 pub const RUN_MARKER: &str = "LITE-GUEST-RUN";
 
-/// What a showcase run boots and how it names itself.
-#[derive(Debug, Clone, Copy)]
-pub enum Showcase {
-    /// `lite-demo`: remote memory written and read back.
-    Demo,
-    /// The paper's applications (`userspace/apps`).
-    Apps,
-}
+/// The guest roles of the showcases: `lite-demo` (remote memory written
+/// and read back), and the paper's applications (`userspace/apps`).
+pub const DEMO_ROLE: &str = "demo";
+pub const APPS_ROLE: &str = "apps";
 
-impl Showcase {
-    fn role(self) -> &'static str {
-        match self {
-            Showcase::Demo => "demo",
-            Showcase::Apps => "apps",
-        }
-    }
-}
-
+/// Runs the showcase of guest role `role` ([`DEMO_ROLE`] or [`APPS_ROLE`]).
 pub fn run(
-    showcase: Showcase,
+    role: &str,
     nodes: usize,
     kernel_src: Option<&Path>,
     kernel_image: Option<&Path>,
 ) -> Result<()> {
-    let role = showcase.role();
     let cache = Cache::locate()?;
     let images = cluster::Images::build(&cache, Flavour::Debug, kernel_src, kernel_image)?;
     let logs = cache.run_logs(role)?;

@@ -50,14 +50,6 @@ mod tests {
     }
 
     #[test]
-    fn missing_anchor_names_file_and_anchor() {
-        let err = insert_after("a\nb\n", "kernel/sys_ni.c", "COND_SYSCALL(mseal);", "z\n");
-        let err = err.unwrap_err().to_string();
-        let named = err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);");
-        assert!(named, "{err}");
-    }
-
-    #[test]
     fn appends_whole_lines() {
         assert_eq!(append("a\nb", "c"), "a\nb\nc\n");
         assert_eq!(append("a\n", "c\n"), "a\nc\n");

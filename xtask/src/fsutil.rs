@@ -40,7 +40,6 @@ impl TempDir {
         Ok(dir)
     }
 
-    /// The directory's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

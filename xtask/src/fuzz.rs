@@ -168,10 +168,8 @@ impl NodeReport {
     /// Everything that fails the node.
     fn problems(&self) -> Vec<String> {
         let mut problems = self.log_problems.clone();
+        // With "no TAP test results" when lite-fuzz printed none.
         problems.extend(self.tap.problems());
-        if self.tap.points.is_empty() {
-            problems.push("lite-fuzz reported no TAP".to_string());
-        }
         match self.total("alarms") {
             None => problems.push("lite-fuzz printed no totals (it did not finish)".to_string()),
             Some(0) if self.alarms.is_empty() => {}
@@ -328,7 +326,5 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(params, ["lite.fuzzsecs=60", "lite.seed=0x2a"]);
         let replay = "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3";
         assert_eq!(replay_command(2, 42, 3), replay);
-        let init = include_str!("init.sh");
-        assert!(init.contains(&format!("\n{ROLE}) {PROGRAM} --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${{seed:+--seed \"$seed\"}}")));
     }
 }

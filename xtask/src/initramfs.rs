@@ -395,25 +395,49 @@ mod tests {
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
     }
 
+    /// What roles run, `role: step`, each role's steps in order as `/init`
+    /// writes them; each `lite-*` program that starts a step is packed.
+    const ROLE_STEPS: [&str; 18] = [
+        "demo: lite-demo --cm \"$cm\" --nodes \"$nodes\"",
+        "test: program lite-cluster-test\n",
+        "test: lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\"",
+        // Fuzzing only with a fuzzing time from the harness, and its seed.
+        "test: if [ \"$fuzzsecs\" -gt 0 ]",
+        "test: program lite-fuzz\n",
+        "test: lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}",
+        "test: program lite-resources\n",
+        // The baseline the cluster test saved is the one compared.
+        "test: lite-resources --baseline \"$RESOURCES_BASELINE\"",
+        "fuzz: lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}",
+        // The survivors take the cluster test's silence once the failure
+        // program ended, before the marker after which the harness tells
+        // the manager the same.
+        "failure-survivor: program lite-failure-test\n",
+        "failure-survivor: lite-failure-test --cm \"$cm\" --nodes \"$nodes\" --role survivor ${ip2:+--second-address \"$ip2\"}",
+        "failure-survivor: set_manager_timeout \"$clustertestcmtimeout\"",
+        "failure-survivor: program lite-cluster-test\n",
+        "failure-survivor: lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" || rc=$?",
+        "failure-victim: lite-failure-test --cm \"$cm\" --nodes \"$nodes\" --role victim",
+        "partition-survivor: lite-partition-test --cm \"$cm\" --nodes \"$nodes\" --role survivor --pause-traffic \"$pausesecs\" ",
+        "partition-cut: lite-partition-test --cm \"$cm\" --nodes \"$nodes\" --role cut --pause-traffic \"$pausesecs\" ",
+        "bench-lock: lite-bench --cm \"$cm\" --contend \"$nodes\"",
+    ];
+
     #[test]
-    fn every_guest_role_runs_a_packed_program() {
-        for role_programs in [
-            "demo: lite-demo",
-            "test: lite-cluster-test lite-fuzz lite-resources",
-            "fuzz: lite-fuzz",
-            "failure-survivor: lite-failure-test lite-cluster-test",
-            "failure-victim: lite-failure-test",
-            "partition-survivor: lite-partition-test",
-            "partition-cut: lite-partition-test",
-            "bench-lock: lite-bench",
-        ] {
-            let (role, programs) = role_programs.split_once(": ").expect("role: programs");
-            let case = role_body(role);
-            for program in programs.split(' ') {
-                assert!(case.contains(&format!("{program} --")), "{case}");
-                assert!(GUEST_TOOLS.contains(&program), "{program} is not packed");
-            }
+    fn every_guest_role_runs_packed_programs_in_order() {
+        let mut steps: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for role_step in ROLE_STEPS {
+            let (role, step) = role_step.split_once(": ").expect("role: step");
+            steps.entry(role).or_default().push(step);
+            let program = step.split(' ').next().filter(|p| p.starts_with("lite-"));
+            assert!(program.is_none_or(|p| GUEST_TOOLS.contains(&p)), "{step}");
         }
+        for (role, steps) in steps {
+            assert_in_order(role_body(role), &steps);
+        }
+        // The marker /init prints is the one the harness splits at.
+        let marker = format!("echo \"{}$1\"", crate::tap::PROGRAM_MARKER);
+        assert!(INIT_SCRIPT.contains(&marker));
     }
 
     /// That init.sh has `texts`, in this order, all before the roles.

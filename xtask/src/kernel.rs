@@ -637,8 +637,7 @@ fn pack_modules(tree: &Tree, build_dir: &Path, archive: &Path, log: &Path) -> Re
         let data = std::fs::read(modules_dir.join(&rel))?;
         files.push((format!("usr/lib/modules/{}", rel.display()), data));
     }
-    let entries = newc::with_directories(&files, newc::REGULAR_FILE | 0o644);
-    fsutil::write(archive, newc::archive(&entries))
+    fsutil::write(archive, newc::archive(&files, newc::REGULAR_FILE | 0o644))
 }
 
 /// Uses LITE's kernel API.

@@ -18,7 +18,7 @@
 //! ```
 //!
 //! A leak involves LITE when a frame of its backtrace is LITE's code or
-//! when a LITE thread or test program allocated it ([`involves_lite`]);
+//! when a LITE thread or test program allocated it ([`Leak::involves_lite`]);
 //! those fail the node, others are only reported.
 
 use crate::logscan::strip_timestamp;
@@ -71,18 +71,15 @@ impl Leak {
             .collect()
     }
 
+    /// A frame is LITE's code, or the task that allocated it is one of
+    /// LITE's threads (`lite_cm`, `lite_io`, …) or test programs
+    /// (`lite-cluster-test`, …), whose allocations come from LITE's system
+    /// calls even where inlining hid LITE's frames.
     pub fn involves_lite(&self) -> bool {
-        involves_lite(self.comm(), &self.frames())
+        let comm = self.comm();
+        comm.is_some_and(|c| c.starts_with("lite_") || c.starts_with("lite-"))
+            || self.frames().iter().any(|f| is_lite_frame(f))
     }
-}
-
-/// A frame is LITE's code, or task `comm` is one of LITE's threads
-/// (`lite_cm`, `lite_io`, …) or test programs (`lite-cluster-test`, …),
-/// whose allocations come from LITE's system calls even where inlining hid
-/// LITE's frames.
-pub fn involves_lite(comm: Option<&str>, frames: &[&str]) -> bool {
-    comm.is_some_and(|c| c.starts_with("lite_") || c.starts_with("lite-"))
-        || frames.iter().any(|f| is_lite_frame(f))
 }
 
 /// Whether a backtrace frame (`name+0xOFF/0xSIZE`, maybe followed by
@@ -331,10 +328,10 @@ mod tests {
         ] {
             assert!(!is_lite_frame(frame), "{frame}");
         }
-        assert!(involves_lite(Some("lite_io/1"), &[]));
-        assert!(involves_lite(Some("lite-fuzz"), &[]));
-        assert!(!involves_lite(Some("kworker/0:1"), &["kthread+0x1/0x2"]));
-        assert!(!involves_lite(Some("satellite"), &[]));
+        let lines = |comm| vec![format!("  comm \"{comm}\", pid 7")];
+        let by = |comm| Leak { lines: lines(comm) }.involves_lite();
+        assert!(by("lite_io/1") && by("lite-fuzz"));
+        assert!(!by("kworker/0:1") && !by("satellite"));
         // Kernels before 6.7 print frames after their address.
         let report = "unreferenced object 0xffff888003c4d2c0 (size 64):\n  \
                       comm \"kworker/1:1\", pid 50, jiffies 4294892297\n  backtrace:\n    \

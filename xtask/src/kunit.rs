@@ -19,15 +19,7 @@
 //! test cases at level 1, parameters of parameterised cases at level 2.
 
 use crate::logscan::strip_timestamp;
-use crate::tap::{self, Outcome};
-
-#[derive(Debug, PartialEq, Eq)]
-pub struct Case {
-    pub name: String,
-    pub outcome: Outcome,
-    /// Lines KUnit printed before its result (failure messages).
-    pub diagnostics: Vec<String>,
-}
+use crate::tap::{self, Outcome, TestPoint, MAX_DIAGNOSTICS};
 
 /// `# Totals: pass:P fail:F skip:S total:T`: passed, failed, skipped, all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,33 +34,20 @@ pub struct Totals {
 pub struct Suite {
     /// From `# Subtest:` or its result line.
     pub name: String,
-    pub cases: Vec<Case>,
-    /// `1..N`.
-    pub planned: Option<usize>,
+    /// Its cases and their plan; a case's diagnostics are the lines KUnit
+    /// printed before its result, and planned cases that never reported
+    /// (the kernel died?) fail.
+    pub cases: tap::Report,
     /// If it got that far.
     pub result: Option<Outcome>,
     /// Counts parameters individually.
     pub totals: Option<Totals>,
 }
 
-impl Suite {
-    /// Planned cases that never reported (the kernel died?).
-    pub fn missing(&self) -> usize {
-        self.planned.unwrap_or(0).saturating_sub(self.cases.len())
-    }
-
-    fn count(&self, outcome: Outcome) -> usize {
-        self.cases.iter().filter(|c| c.outcome == outcome).count()
-    }
-}
-
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Report {
     pub suites: Vec<Suite>,
 }
-
-/// Per case.
-const MAX_DIAGNOSTICS: usize = 30;
 
 impl Report {
     /// Other kernel messages are ignored.
@@ -113,7 +92,8 @@ impl Report {
                     continue;
                 }
                 if let Some(name) = content.strip_prefix("# Subtest:") {
-                    let idx = report.open_or_new(open, |s| s.name.is_empty() && s.cases.is_empty());
+                    let fits = |s: &Suite| s.name.is_empty() && s.cases.points.is_empty();
+                    let idx = report.open_or_new(open, fits);
                     report.suites[idx].name = name.trim().to_string();
                     open = Some(idx);
                     continue;
@@ -121,16 +101,17 @@ impl Report {
                 let idx = *open.get_or_insert_with(|| report.new_suite());
                 let suite = &mut report.suites[idx];
                 if let Some(n) = content.strip_prefix("1..").and_then(|n| n.parse().ok()) {
-                    suite.planned = Some(n);
+                    suite.cases.planned = Some(n);
                     continue;
                 }
                 if let Some(totals) = totals_line(content) {
                     suite.totals = Some(totals);
                     continue;
                 }
-                if let Some((outcome, _, name)) = tap::result_line(content, " ") {
-                    suite.cases.push(Case {
-                        name: name.to_string(),
+                if let Some((outcome, number, name)) = tap::result_line(content, " ") {
+                    suite.cases.points.push(TestPoint {
+                        number,
+                        description: name.to_string(),
                         outcome,
                         diagnostics: std::mem::take(&mut pending),
                     });
@@ -158,46 +139,41 @@ impl Report {
         }
     }
 
-    pub fn passed(&self) -> usize {
-        self.suites.iter().map(|s| s.count(Outcome::Pass)).sum()
+    pub fn passed(&self) -> u64 {
+        self.suites.iter().map(|s| s.cases.passed()).sum()
     }
 
     /// With the planned cases that never reported.
-    pub fn failed(&self) -> usize {
-        self.suites
-            .iter()
-            .map(|s| s.count(Outcome::Fail) + s.missing())
-            .sum()
+    pub fn failed(&self) -> u64 {
+        self.suites.iter().map(|s| s.cases.failed()).sum()
     }
 
-    pub fn skipped(&self) -> usize {
-        self.suites.iter().map(|s| s.count(Outcome::Skip)).sum()
+    pub fn skipped(&self) -> u64 {
+        self.suites.iter().map(|s| s.cases.skipped()).sum()
     }
 
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.suites.iter().all(|s| s.cases.is_empty()) {
+        if self.suites.iter().all(|s| s.cases.points.is_empty()) {
             problems.push("no KUnit test case ran".to_string());
         }
         for suite in &self.suites {
-            for case in suite.cases.iter().filter(|c| c.outcome == Outcome::Fail) {
-                let head = format!("{}.{} failed", suite.name, case.name);
+            let cases = &suite.cases;
+            for case in cases.points.iter().filter(|c| c.outcome == Outcome::Fail) {
+                let head = format!("{}.{} failed", suite.name, case.description);
                 problems.push(tap::with_diagnostics(head, &case.diagnostics));
             }
-            if suite.missing() > 0 {
+            if cases.missing() > 0 {
                 problems.push(format!(
                     "{}: {} of {} planned cases never reported",
                     suite.name,
-                    suite.missing(),
-                    suite.planned.unwrap_or(0)
+                    cases.missing(),
+                    cases.planned.unwrap_or(0)
                 ));
             }
             if suite.result.is_none() {
                 problems.push(format!("{}: suite did not finish", suite.name));
-            } else if suite.result == Some(Outcome::Fail)
-                && suite.count(Outcome::Fail) == 0
-                && suite.missing() == 0
-            {
+            } else if suite.result == Some(Outcome::Fail) && cases.failed() == 0 {
                 problems.push(format!("{}: suite failed (initialisation?)", suite.name));
             }
         }
@@ -213,15 +189,16 @@ impl Report {
                 } else {
                     &s.name
                 };
+                let cases = &s.cases;
                 let mut line = format!(
                     "{name}: {} passed, {} failed, {} skipped",
-                    s.count(Outcome::Pass),
-                    s.count(Outcome::Fail) + s.missing(),
-                    s.count(Outcome::Skip)
+                    cases.passed(),
+                    cases.failed(),
+                    cases.skipped()
                 );
                 // KUnit's totals count each parameter of a parameterised
                 // case; only worth showing when that differs from the cases.
-                if let Some(t) = s.totals.filter(|t| t.total != s.cases.len() as u64) {
+                if let Some(t) = s.totals.filter(|t| t.total != cases.points.len() as u64) {
                     line += &format!(
                         " (counting parameters: pass:{} fail:{} skip:{} total:{})",
                         t.pass, t.fail, t.skip, t.total
@@ -255,7 +232,7 @@ fn totals_line(line: &str) -> Option<Totals> {
 mod tests {
     use super::*;
 
-    fn counts(report: &Report) -> (usize, usize, usize) {
+    fn counts(report: &Report) -> (u64, u64, u64) {
         (report.passed(), report.failed(), report.skipped())
     }
 
@@ -296,20 +273,18 @@ Run /init as init process
         assert_eq!(report.suites.len(), 2);
         let wire = &report.suites[0];
         assert_eq!(wire.name, "lite_wire");
-        assert_eq!(wire.planned, Some(3));
+        assert_eq!(wire.cases.planned, Some(3));
         use Outcome::{Fail, Pass, Skip};
         assert_eq!(wire.result, Some(Fail));
-        let outcomes: Vec<_> = wire
-            .cases
-            .iter()
-            .map(|c| (&c.name[..], c.outcome))
+        let outcomes: Vec<_> = (wire.cases.points.iter())
+            .map(|c| (&c.description[..], c.outcome))
             .collect();
         let (encode, decode, sizes) = ("lite_test_encode", "lite_test_decode", "lite_test_sizes");
         assert_eq!(outcomes, [(encode, Pass), (decode, Fail), (sizes, Pass)]);
-        assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
+        assert!(wire.cases.points[1].diagnostics[0].contains("EXPECTATION FAILED"));
         let totals = wire.totals.map(|t| (t.pass, t.fail, t.skip, t.total));
         assert_eq!(totals, Some((3, 1, 0, 4)));
-        assert_eq!(report.suites[1].cases[1].outcome, Skip);
+        assert_eq!(report.suites[1].cases.points[1].outcome, Skip);
         assert_eq!(counts(&report), (3, 1, 1));
         let problems = report.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");

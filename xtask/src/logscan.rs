@@ -151,14 +151,12 @@ mod tests {
         LITE-GUEST-EXIT rc=0\nreboot: Restarting system\n";
 
     #[test]
-    fn a_clean_log_passes_and_a_missing_or_failed_exit_is_a_problem() {
+    fn a_clean_log_passes() {
         // `panic=-1` on the command line is no panic.
         assert_eq!(first_crash(CLEAN), None);
         assert_eq!(guest_exit(CLEAN), Some(0));
         assert!(problems(CLEAN).is_empty());
-        assert_eq!(guest_exit("LITE-GUEST-EXIT rc=3\n"), Some(3));
-        assert!(problems("booting\n")[0].contains("never reported"));
-        assert!(problems("LITE-GUEST-EXIT rc=1\n")[0].contains("rc=1"));
+        // A failed or missing exit: suite's nodes_are_counted_per_program_with_their_scans.
     }
 
     #[test]

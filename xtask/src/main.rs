@@ -263,13 +263,13 @@ fn main() -> ExitCode {
             source,
         } => slow_checks::run(source.kernel_src.as_deref(), whole_series_only),
         Command::Demo { nodes, boot } => demo::run(
-            demo::Showcase::Demo,
+            demo::DEMO_ROLE,
             nodes.count(),
             boot.kernel_src(),
             boot.kernel(),
         ),
         Command::Apps { nodes, boot } => demo::run(
-            demo::Showcase::Apps,
+            demo::APPS_ROLE,
             nodes.count(),
             boot.kernel_src(),
             boot.kernel(),

@@ -33,11 +33,11 @@ pub struct Entry<'a> {
     pub data: &'a [u8],
 }
 
-/// Parents must come before what they hold: the kernel creates no
-/// directory on its own.
-pub fn archive(entries: &[Entry]) -> Vec<u8> {
+/// `files` (path and contents), each with `file_mode`, after the
+/// directories that hold them: the kernel creates no directory on its own.
+pub fn archive(files: &[(String, Vec<u8>)], file_mode: u32) -> Vec<u8> {
     let mut out = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
+    for (index, entry) in with_directories(files, file_mode).iter().enumerate() {
         let is_directory = entry.mode & 0o170000 == DIRECTORY;
         // Inode numbers only need to differ; 0 is left out.
         let inode = index + 1;
@@ -198,8 +198,10 @@ mod tests {
             "opt/lite-exec/run.sh",
             "usr/lib64/ld.so",
         ];
-        let files = files.map(|path| (path.to_string(), path.as_bytes().to_vec()));
-        archive(&with_directories(&files, REGULAR_FILE | 0o400))
+        archive(
+            &files.map(|path| (path.to_string(), path.into())),
+            REGULAR_FILE | 0o400,
+        )
     }
 
     /// The paths of [`sample`], directories first, parents before children.
@@ -228,14 +230,8 @@ mod tests {
         assert_eq!(entries[8].fields[6], 0, "the trailer holds nothing");
         // Every length of path and data is padded.
         for len in 0..9 {
-            let path = "p".repeat(len + 1);
-            let data = vec![0xa5; len];
-            let mode = REGULAR_FILE | 0o644;
-            let entries = parse(&archive(&[Entry {
-                path: &path,
-                mode,
-                data: &data,
-            }]));
+            let (path, data) = ("p".repeat(len + 1), vec![0xa5; len]);
+            let entries = parse(&archive(&[(path.clone(), data.clone())], REGULAR_FILE));
             assert_eq!(entries[0].path, path);
             assert_eq!(entries[0].data, data);
         }

@@ -21,6 +21,7 @@ pub fn repo_root() -> PathBuf {
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
+/// Its paths are those of the table above.
 pub struct Cache {
     root: PathBuf,
 }
@@ -38,32 +39,26 @@ impl Cache {
         Ok(Self { root })
     }
 
-    /// The cache root.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Kernel source tree for a version.
     pub fn src(&self, version: &str) -> PathBuf {
         self.root.join(format!("src-{version}"))
     }
 
-    /// Pristine copies of the files the series edits.
     pub fn pristine(&self, version: &str) -> PathBuf {
         self.root.join(format!("src-{version}.pristine"))
     }
 
-    /// Copies of the patches currently applied to the source tree.
     pub fn applied(&self, version: &str) -> PathBuf {
         self.root.join(format!("src-{version}.applied"))
     }
 
-    /// `make O=` directory for a flavour and version.
     pub fn build(&self, flavour: &str, version: &str) -> PathBuf {
         self.root.join(format!("build-{flavour}-{version}"))
     }
 
-    /// Initramfs staging and output directory.
     pub fn initramfs(&self) -> PathBuf {
         self.root.join("initramfs")
     }

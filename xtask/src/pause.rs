@@ -240,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_stop_or_cont_ends_the_plan_and_the_verdict_wants_every_pause_long_enough() {
+    fn a_failed_stop_or_cont_ends_the_plan_and_the_verdict_wants_every_pause() {
         let (vm, log, result) = run(Some(2), None);
         assert_eq!(result, Err("pause 2 of 3: stop refused".to_string()));
         assert_eq!(log.pauses.len(), 1);
@@ -253,12 +253,10 @@ mod tests {
         assert!(err.starts_with("continuing after pause 1 of 3"), "{err}");
         assert!(log.pauses.is_empty());
         assert_eq!(log.summary(), "no pause");
-        // The verdict wants every pause, and each long enough.
+        // The verdict wants every pause, and no more (a short one: suite's
+        // pause test).
         let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
-        let log = PauseLog { pauses };
-        let short = Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string());
-        assert_eq!(log.verdict(&PLAN), short);
-        assert_eq!(log.summary(), "3 pauses, 39 to 52 ms each");
+        assert_eq!(PauseLog { pauses }.summary(), "3 pauses, 39 to 52 ms each");
         let pauses = vec![Duration::from_millis(40); 4];
         let more = PauseLog { pauses };
         assert_eq!(more.verdict(&PLAN), Err("made 4 of 3 pauses".to_string()));

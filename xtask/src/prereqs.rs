@@ -60,7 +60,6 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
-    /// Gives a command the toolchain's `PATH`.
     pub fn apply<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
         cmd.env("PATH", &self.path)
     }

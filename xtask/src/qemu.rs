@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use crate::{interrupt, logscan, process, ui};
 
@@ -25,6 +25,7 @@ pub struct Nic {
     pub mac: String,
 }
 
+#[derive(Default)]
 pub struct VmSpec {
     /// Short name, e.g. `node1`.
     pub name: String,
@@ -238,10 +239,9 @@ pub fn wait_all(
     let mut failed_at: Option<(String, Instant)> = None;
     // Each exited VM's console is checked once.
     let mut checked = vec![false; vms.len()];
-    loop {
+    let stopped = loop {
         if let Err(err) = tick() {
-            vms.iter_mut().for_each(Vm::kill);
-            return Err(err);
+            break err;
         }
         let mut running = Vec::new();
         for (vm, checked) in vms.iter_mut().zip(checked.iter_mut()) {
@@ -266,21 +266,20 @@ pub fn wait_all(
         }
         let names = running.join(", ");
         if interrupt::interrupted() {
-            vms.iter_mut().for_each(Vm::kill);
-            bail!("interrupted");
+            break anyhow!("interrupted");
         }
         if start.elapsed() > timeout {
-            vms.iter_mut().for_each(Vm::kill);
-            bail!("timed out after {}: killed {names}", ui::duration(timeout));
+            break anyhow!("timed out after {}: killed {names}", ui::duration(timeout));
         }
         if let Some((failed, when)) = &failed_at {
             if when.elapsed() > FAILURE_GRACE {
-                vms.iter_mut().for_each(Vm::kill);
-                bail!("{failed} failed; killed the VMs still running: {names}");
+                break anyhow!("{failed} failed; killed the VMs still running: {names}");
             }
         }
         sleep(process::POLL);
-    }
+    };
+    vms.iter_mut().for_each(Vm::kill);
+    Err(stopped)
 }
 
 #[cfg(test)]
@@ -317,39 +316,24 @@ mod tests {
         wait_all(&mut vms, Duration::from_secs(5), &mut || Ok(())).expect("nothing to wait for");
     }
 
-    /// Node 2 with two NICs and a monitor socket.
-    fn node2() -> VmSpec {
-        let nic = |tap: &str, i| Nic {
-            tap: tap.into(),
-            mac: mac(2, i),
-        };
-        VmSpec {
-            name: "node2".into(),
-            kernel: "/k/bzImage".into(),
-            initrd: "/i.cpio.gz".into(),
-            append: "console=ttyS0 lite.ip=10.77.0.2/24".into(),
-            memory_mib: 1024,
-            serial_log: "/logs/node2.log".into(),
-            console_on_terminal: false,
-            nics: vec![nic("tap2", 0), nic("tap2b", 1)],
-            cpu: None,
-            qmp_socket: Some("/tmp/lite-qmp-42-0/node2.qmp".into()),
-        }
-    }
-
     #[test]
     fn builds_an_isolated_command_line() {
-        let line = process::describe(&command(&node2(), Some("lite-42")));
+        // Node 2 of a cluster, with two NICs and a monitor socket.
+        let no_extra = |_| Vec::new();
+        let spec =
+            crate::cluster::test_spec(vec!["test".into(); 2], "/logs".as_ref(), &no_extra, None);
+        let node2 = crate::cluster::test_vm(&spec, 2, "test", "node2");
+        let line = process::describe(&command(&node2, Some("lite-42")));
         let start = "ip netns exec lite-42 qemu-system-x86_64 -nodefaults -no-user-config";
         assert!(line.starts_with(start), "{line}");
         for part in [
             "-serial file:/logs/node2.log -no-reboot",
-            "-append 'console=ttyS0 lite.ip=10.77.0.2/24'",
+            "-append 'console=ttyS0 panic=-1 ",
             " -netdev tap,id=n0,ifname=tap2,script=no,downscript=no \
              -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02 ",
             // A machine protocol for the harness, which QEMU never waits
             // for, and no human monitor.
-            " -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off ",
+            " -qmp unix:/tmp/lite-qmp-1-0/node2.qmp,server=on,wait=off ",
             " -monitor none ",
         ] {
             assert!(line.contains(part), "{part}");
@@ -364,7 +348,7 @@ mod tests {
             console_on_terminal: true,
             nics: Vec::new(),
             qmp_socket: None,
-            ..node2()
+            ..node2
         };
         let line = process::describe(&command(&spec, None));
         let console = " -chardev stdio,id=console,mux=on,signal=off,logfile=/logs,,old/node1.log \

@@ -23,7 +23,7 @@ const RUNNER: &str = tools!("cluster_test/c_programs.rs");
 const PARTITION: &str = tools!("partition_test.rs");
 const PAUSES: &str = tools!("partition_test/pauses.rs");
 const COMPAT: &str = "userspace/compat/src/lib.rs";
-const EXAMPLE: &str = "userspace/examples/hello_cluster.c";
+const EXAMPLE: &str = suite::EXEC_EXAMPLE;
 
 /// Each text, and the file of the repository that must hold it.
 fn shared_texts() -> Vec<(&'static str, String)> {

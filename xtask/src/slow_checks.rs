@@ -93,7 +93,7 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     build.forget_configuration()?;
     let restored = kernel::build(&cache, Flavour::Debug, kernel_src, false).map(|_| ());
 
-    ui::say(&run.report(true));
+    ui::say(&report(&run.stages, run.started.elapsed(), true));
     let failed = run
         .stages
         .iter()
@@ -126,14 +126,9 @@ impl Run {
     fn record(&mut self, stage: Stage) -> Result<bool> {
         let passed = stage.outcome.is_ok();
         self.stages.push(stage);
-        fsutil::write(&self.report, self.report(false))?;
+        let table = report(&self.stages, self.started.elapsed(), false);
+        fsutil::write(&self.report, table)?;
         Ok(passed)
-    }
-
-    /// The table of the stages and the time so far; `finished` once every
-    /// stage ran and the tests' kernel was rebuilt.
-    fn report(&self, finished: bool) -> String {
-        report(&self.stages, self.started.elapsed(), finished)
     }
 }
 
@@ -149,6 +144,8 @@ fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite:
     })
 }
 
+/// The table of the stages and the time so far; `finished` once every
+/// stage ran and the tests' kernel was rebuilt.
 fn report(stages: &[Stage], total: Duration, finished: bool) -> String {
     let mut text = String::from("| step | result | seconds |\n|---|---|---|\n");
     for stage in stages {

@@ -17,26 +17,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::syscalls::{self, find_top, Syscall};
 
-const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
-const SYSCALLS_C_PATH: &str = "lite-api-c/kernel/lite_syscalls.c";
-const TXT_PATH: &str = "config/syzkaller/lite.txt";
-const CONST_PATH: &str = "config/syzkaller/lite.txt.const";
-
-/// For messages.
+/// The files' names in messages.
 const HEADER: &str = "lite.h";
 const SYSCALLS_C: &str = "lite_syscalls.c";
 const TXT: &str = "lite.txt";
 const CONST: &str = "lite.txt.const";
 
+/// Each file's name and its path in the repository.
+const FILES: [(&str, &str); 4] = [
+    (HEADER, "lite-api-c/include/uapi/linux/lite.h"),
+    (SYSCALLS_C, "lite-api-c/kernel/lite_syscalls.c"),
+    (TXT, "config/syzkaller/lite.txt"),
+    (CONST, "config/syzkaller/lite.txt.const"),
+];
+
 const ARCH: &str = "amd64";
 
-#[derive(Clone, PartialEq, Debug)]
-struct Sources {
-    header: String,
-    syscalls_c: String,
-    txt: String,
-    consts: String,
-}
+/// Each file's text, by its name.
+type Sources = BTreeMap<&'static str, String>;
 
 /// A declaration, `(type, name)`: a C parameter or field, or a syzlang
 /// argument or field.
@@ -81,11 +79,11 @@ fn check(src: &Sources) -> Vec<String> {
 fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     // Every numbered call is defined, and only those (see `syscalls::load`).
-    let calls = syscalls::load(&src.header, &src.syscalls_c);
+    let calls = syscalls::load(&src[HEADER], &src[SYSCALLS_C]);
     let calls = calls.map_err(|e| format!("{HEADER} and {SYSCALLS_C}: {e:#}"))?;
-    let header = parse_header(&src.header, &mut problems);
-    let syz = parse_syzlang(&src.txt, &mut problems);
-    let consts = parse_consts(&src.consts).map_err(|e| format!("{CONST}: {e}"))?;
+    let header = parse_header(&src[HEADER], &mut problems);
+    let syz = parse_syzlang(&src[TXT], &mut problems);
+    let consts = parse_consts(&src[CONST]).map_err(|e| format!("{CONST}: {e}"))?;
     check_calls(&calls, &header, &syz, &mut problems);
     check_numbers(&calls, &consts, &mut problems);
     check_constants(&header, &syz, &consts, &mut problems);
@@ -447,9 +445,9 @@ struct SynCall {
 struct Syzlang {
     calls: Vec<SynCall>,
     structs: BTreeMap<String, Vec<Decl>>,
-    /// Resource and type alias names to underlying types.
-    resources: BTreeMap<String, String>,
-    aliases: BTreeMap<String, String>,
+    /// Resource and type alias names (syzkaller gives no two types one
+    /// name) to underlying types.
+    underlying: BTreeMap<String, String>,
     /// Constants the descriptions use, each with the first line using it.
     consts_used: BTreeMap<String, usize>,
 }
@@ -488,7 +486,7 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             let (name, args) = parse_type(decl.split(':').next().unwrap_or_default());
             match args[..] {
                 [base] => {
-                    syz.resources.insert(name.to_string(), base.to_string());
+                    syz.underlying.insert(name.to_string(), base.to_string());
                 }
                 _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
             }
@@ -496,7 +494,8 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
         }
         let alias = line.strip_prefix("type ").map(str::trim);
         if let Some((name, ty)) = alias.and_then(|a| a.split_once(char::is_whitespace)) {
-            syz.aliases.insert(name.to_string(), ty.trim().to_string());
+            syz.underlying
+                .insert(name.to_string(), ty.trim().to_string());
             continue;
         }
         let after = line.trim_start_matches(|c| is_ident_char(c) || c == '$');
@@ -563,7 +562,7 @@ impl Syzlang {
                 _ => Width::Register,
             },
             _ => {
-                let underlying = self.resources.get(name).or(self.aliases.get(name));
+                let underlying = self.underlying.get(name);
                 match (int_bytes(name), underlying) {
                     (Some(bytes), _) => Width::Bytes(bytes),
                     (None, Some(underlying)) => self.width(underlying, depth + 1),
@@ -750,12 +749,7 @@ mod tests {
     }
 
     fn load() -> Sources {
-        Sources {
-            header: read(HEADER_PATH),
-            syscalls_c: read(SYSCALLS_C_PATH),
-            txt: read(TXT_PATH),
-            consts: read(CONST_PATH),
-        }
+        FILES.map(|(name, path)| (name, read(path))).into()
     }
 
     #[test]
@@ -764,14 +758,14 @@ mod tests {
         let problems = check(&repo);
         assert!(
             problems.is_empty(),
-            "{TXT_PATH} and {CONST_PATH} drifted from {HEADER_PATH} and {SYSCALLS_C_PATH}:\n  {}",
+            "{TXT} and {CONST} drifted from {HEADER} and {SYSCALLS_C}:\n  {}",
             problems.join("\n  ")
         );
         // Every call is described, so the scanners did read the files.
-        let numbers = syscalls::parse_numbers(&repo.header).unwrap();
-        let syz = parse_syzlang(&repo.txt, &mut Vec::new());
+        let numbers = syscalls::parse_numbers(&repo[HEADER]).unwrap();
+        let syz = parse_syzlang(&repo[TXT], &mut Vec::new());
         assert_eq!(syz.calls.len(), numbers.len());
-        let header = parse_header(&repo.header, &mut Vec::new());
+        let header = parse_header(&repo[HEADER], &mut Vec::new());
         assert_eq!(header.prototypes.len(), numbers.len());
     }
 
@@ -878,13 +872,7 @@ mod tests {
                     let (file, rest) = edit.split_once(": ").expect("file: from => to");
                     let (from, to) = rest.split_once(" =>").expect("from => to");
                     let to = to.strip_prefix(' ').unwrap_or(to);
-                    let text = match file {
-                        HEADER => &mut r.header,
-                        SYSCALLS_C => &mut r.syscalls_c,
-                        TXT => &mut r.txt,
-                        CONST => &mut r.consts,
-                        _ => panic!("no file {file}"),
-                    };
+                    let text = r.get_mut(file).unwrap_or_else(|| panic!("no file {file}"));
                     if from.is_empty() {
                         text.push_str(to);
                     } else {
@@ -903,8 +891,8 @@ mod tests {
     fn syzlang_types_have_their_widths() {
         let mut syz = Syzlang::default();
         let text = |(name, ty): (&str, &str)| (name.to_string(), ty.to_string());
-        syz.resources = BTreeMap::from([("h", "int64"), ("sub", "h")].map(text));
-        syz.aliases = BTreeMap::from([("p", "flags[ps, int32]")].map(text));
+        let types = [("h", "int64"), ("sub", "h"), ("p", "flags[ps, int32]")];
+        syz.underlying = BTreeMap::from(types.map(text));
         let w = |t: &str| syz.width(t, 0);
         assert_eq!(w("int16be"), Width::Bytes(2));
         assert_eq!(w("int32[0:256]"), Width::Bytes(4));
@@ -983,8 +971,8 @@ mod tests {
             decl("f2", "len[f1, int32]"),
         ];
         assert_eq!(syz.structs["s"], fields);
-        assert_eq!(syz.resources["r"], "int32");
-        assert_eq!(syz.aliases["t"], "flags[fs, int64]");
+        assert_eq!(syz.underlying["r"], "int32");
+        assert_eq!(syz.underlying["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
         assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
         // Unreadable lines are reported.

@@ -87,8 +87,8 @@ pub struct Report {
     pub summary: Option<(u64, u64)>,
 }
 
-/// Per failure.
-const MAX_DIAGNOSTICS: usize = 30;
+/// Per failure (a TAP point or a KUnit case).
+pub const MAX_DIAGNOSTICS: usize = 30;
 
 impl Report {
     pub fn parse(log: &str) -> Self {

@@ -20,23 +20,16 @@ impl Step {
         }
     }
 
-    /// Time since the step started.
-    pub fn elapsed(&self) -> Duration {
-        self.start.elapsed()
-    }
-
     /// Prints `==> name (elapsed)`.
     pub fn done(self) {
-        say(&format!("==> {} ({})", self.name, duration(self.elapsed())));
+        let time = duration(self.start.elapsed());
+        say(&format!("==> {} ({time})", self.name));
     }
 
     /// Prints `==> name: note (elapsed)`, e.g. "up to date".
     pub fn done_with(self, note: &str) {
-        say(&format!(
-            "==> {}: {note} ({})",
-            self.name,
-            duration(self.elapsed())
-        ));
+        let time = duration(self.start.elapsed());
+        say(&format!("==> {}: {note} ({time})", self.name));
     }
 }
 
