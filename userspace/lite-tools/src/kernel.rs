@@ -128,23 +128,22 @@ pub(crate) use kernel_calls;
 /// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
 pub const NOBODY: u32 = 65534;
 
-/// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
-/// method returns the raw result (>= 0 or a negative errno).
+/// The raw LITE system calls ([`lite::sys`] states their contracts), each
+/// returning the raw result (>= 0 or a negative errno). The methods after
+/// them return `None` (or false) where a kernel lacks what they need: an
+/// in-memory model has no debugfs, modules, devices, keyrings or mappings.
 ///
 /// Shared between threads: the RPC cases call it from several at once.
 pub trait Kernel: Sync {
     kernel_calls!(declare: all);
-    /// Whether the program may start copies of itself as further processes
-    /// using the same kernel (true only for the real system calls; an
-    /// in-memory model lives and dies with one process).
+    /// Whether copies of the program started as processes share this kernel
+    /// (an in-memory model lives and dies with one process).
     fn spawns_processes(&self) -> bool {
         false
     }
-    /// Another process on this node, a member like this one, but without
-    /// `CAP_NET_ADMIN`, the privilege joining and leaving need (it runs as
-    /// `nobody`); `None` if this kernel cannot make one within this process
-    /// (the real kernel: the caller starts a copy of the program under
-    /// another user then).
+    /// Another process on this node, a member, running as `nobody` without
+    /// `CAP_NET_ADMIN`; `None` if this kernel cannot make one within this
+    /// process (the real kernel: the caller starts a copy under that user).
     fn unprivileged_process(&self) -> Option<Self>
     where
         Self: Sized,
@@ -160,10 +159,9 @@ pub trait Kernel: Sync {
     {
         self.process_of_user_and_group(uid, uid)
     }
-    /// Like [`Kernel::process_of_user`], but of group `gid` (its real,
-    /// effective and file system gid, with no supplementary group), which
-    /// may be the node's administrators' group
-    /// ([`debugfs::ADMIN_GROUP_FILE`]).
+    /// Like [`Kernel::process_of_user`], but of group `gid` (real, effective
+    /// and file system gid, no supplementary group), which may be the
+    /// node's administrators' group ([`debugfs::ADMIN_GROUP_FILE`]).
     fn process_of_user_and_group(&self, _uid: u32, _gid: u32) -> Option<Self>
     where
         Self: Sized,
@@ -178,36 +176,29 @@ pub trait Kernel: Sync {
     fn set_memlock_limit(&self, _bytes: Option<u64>) -> Option<std::io::Result<u64>> {
         None
     }
-    /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
-    /// or `None` if this kernel cannot (an in-memory model).
+    /// The KTAP results of KUnit suite `suite`, run now.
     fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {
         None
     }
-    /// Reads file `name` of LITE's debugfs directory (see [`debugfs`]),
-    /// or `None` if this kernel has none.
+    /// File `name` of LITE's debugfs directory ([`debugfs`]).
     fn read_debugfs(&self, _name: &str) -> Option<std::io::Result<String>> {
         None
     }
-    /// Whether the node has an RDMA device whose own checks of remote
-    /// access can be probed (false for an in-memory model).
+    /// Whether an RDMA device's own checks of remote access can be probed.
     fn has_rdma_device(&self) -> bool {
         false
     }
-    /// Whether `lite_join` proves the cluster's secret, found in the
-    /// calling process's kernel keyrings, to the manager (false for an
-    /// in-memory model, which has no keyrings).
+    /// Whether `lite_join` proves the cluster's secret from the caller's
+    /// keyrings to the manager.
     fn checks_cluster_secret(&self) -> bool {
         false
     }
-    /// Writes `text` to file `name` of LITE's debugfs directory, or `None`
-    /// if this kernel has none.
+    /// Writes `text` to file `name` of LITE's debugfs directory.
     fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
         None
     }
-    /// Whether writing a node id to debugfs file
-    /// [`debugfs::RPC_FAULT_FILE`] makes this node's next RPC request to
-    /// that node carry a corrupt header (true only for the real kernel:
-    /// an in-memory model has no rings to corrupt).
+    /// Whether a node id written to [`debugfs::RPC_FAULT_FILE`] makes the
+    /// next RPC request to that node carry a corrupt header.
     fn injects_rpc_faults(&self) -> bool {
         false
     }
@@ -219,18 +210,16 @@ pub trait Kernel: Sync {
     fn reload_module(&self) -> Option<Result<(), String>> {
         None
     }
-    /// Changes the guest's second Soft-RoCE device (see [`SecondDevice`]);
-    /// `None` where there is none to change (an in-memory model).
+    /// Changes the guest's second Soft-RoCE device ([`SecondDevice`]).
     fn second_device(&self, _step: SecondDevice) -> Option<Result<(), String>> {
         None
     }
-    /// Loads the kernel message module ([`kernel_message_module`]) with
-    /// its handler answering at once or, with `hold`, never; `None` if this
-    /// kernel cannot load modules (an in-memory model).
+    /// Loads [`kernel_message_module`], whose handler answers at once or,
+    /// with `hold`, never.
     fn load_kernel_message_module(&self, _hold: bool) -> Option<Result<(), String>> {
         None
     }
-    /// Unloads the kernel message module; `None` as above.
+    /// Unloads the kernel message module.
     fn unload_kernel_message_module(&self) -> Option<Result<(), String>> {
         None
     }
@@ -240,8 +229,7 @@ pub trait Kernel: Sync {
     fn kernel_message_call(&self, _node: u32, _size: u64) -> c_long {
         -c_long::from(libc::ENOSYS)
     }
-    /// `lite_dsm_open`; `None` where memory cannot be mapped from the
-    /// kernel (the in-memory model).
+    /// `lite_dsm_open`.
     fn dsm_open(
         &self,
         _node: u32,
@@ -262,7 +250,6 @@ const MODULE_STATE_FILE: &str = "/sys/module/lite/initstate";
 const SETTINGS_KEPT_ACROSS_RELOAD: [&str; 2] =
     [debugfs::MANAGER_TIMEOUT_FILE, debugfs::HEARTBEAT_FILE];
 
-/// [`Kernel::reload_module`] of the real kernel.
 fn reload_lite_module(kernel: &Syscalls) -> Result<(), String> {
     let mut settings = Vec::new();
     for name in SETTINGS_KEPT_ACROSS_RELOAD {
@@ -360,8 +347,6 @@ impl Kernel for Syscalls {
     }
 }
 
-/// Sets this process's soft `RLIMIT_MEMLOCK` to `bytes`, or to the hard
-/// limit for `None`; the soft limit then in force.
 fn set_memlock_soft_limit(bytes: Option<u64>) -> std::io::Result<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
