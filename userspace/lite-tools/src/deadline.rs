@@ -329,9 +329,8 @@ impl Watchdog {
     }
 }
 
-/// Runs `call` on this thread, interrupted should it still run once
-/// `deadline` passed (see [`Watchdog`]); its result, and whether it had to
-/// be interrupted.
+/// [`Watchdog::call`] for a single call; its result, and whether it had
+/// to be interrupted.
 pub fn interrupt_at<T>(deadline: &Deadline, call: impl FnOnce() -> T) -> (T, bool) {
     Watchdog::guard(|watchdog| watchdog.call(deadline, call))
 }

@@ -44,12 +44,9 @@ const PAGES: usize = 4;
 const PAGE: usize = 4096;
 const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE as u64) as usize;
 
-/// The page the victim writes and holds when it dies, counted from the
-/// first page of the survivor's chunk as the two below.
+/// Counted from the first page of the survivor's chunk, as the two below.
 const VICTIM_PAGE: usize = 0;
-/// The page survivor A writes and every survivor reads.
 const SURVIVOR_PAGE: usize = 1;
-/// The page every survivor writes a word of after the death.
 const FRESH_PAGE: usize = 2;
 
 /// Where T8's region lies: LITE spreads the chunks of survivor A's region
@@ -57,7 +54,7 @@ const FRESH_PAGE: usize = 2;
 /// `i`-th of them (counted modulo their number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Placement {
-    /// Survivor A, whose region it is.
+    /// Survivor A.
     home: u32,
     pages: usize,
     /// First page of a chunk a survivor holds, where the pages above are.
@@ -88,7 +85,6 @@ const SURVIVOR_VALUE: u64 = 0x7375_7276_6976;
 /// How long an access to the victim's page may take to raise `SIGBUS`.
 const SIGBUS_LIMIT: Duration = Duration::from_secs(10);
 
-/// The region as a node holds it.
 #[derive(Debug)]
 pub(super) struct Shared {
     // Unmapped before the descriptor closes.
@@ -141,7 +137,6 @@ fn open_named<K: Kernel>(
     )
 }
 
-/// How long a survivor waits for survivor A's region to exist.
 const CREATE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Phase 1, every survivor: survivor A creates the region, the others
@@ -171,7 +166,7 @@ pub(super) fn set_up<K: Kernel, W: Write>(
     tap.check_value(&description, opened)
 }
 
-/// Phase 2, survivor A: writes the survivors' page.
+/// Phase 2, survivor A.
 pub(super) fn write_survivors_page(shared: &Option<Shared>) {
     if let Some(shared) = shared {
         shared
@@ -180,8 +175,7 @@ pub(super) fn write_survivors_page(shared: &Option<Shared>) {
     }
 }
 
-/// Phase 3, every survivor: reads the survivors' page, so that each holds
-/// a copy of it.
+/// Phase 3, every survivor, so that each holds a copy.
 pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Shared>) {
     if let Some(shared) = shared {
         let seen = shared.word(SURVIVOR_PAGE).load(Ordering::SeqCst);
@@ -303,7 +297,6 @@ fn raises_sigbus(at: *const u64) -> Result<(), String> {
 const LEAVE_VALUE_WORD: usize = 0;
 const LEAVES_WORD: usize = PAGE / 8;
 
-/// What the leaver writes before the leave of `cycle`.
 fn leave_value(cycle: u32) -> u64 {
     0x6c65_6176_0000_0000 | u64::from(cycle)
 }
