@@ -532,29 +532,25 @@ pub(crate) fn port_owner_point<K: Kernel, W: Write>(
     )
 }
 
-/// What a survivor set up in phase 1; `None` for what failed.
+/// `None` for what failed.
 #[derive(Debug, Default)]
 struct Setup {
-    /// The only other node with the victim's port.
     victim: Option<u32>,
-    /// The next survivor, holder of LMR B.
+    /// Holder of LMR B.
     next: Option<u32>,
-    /// LMR A, on the victim.
     lmr_a: Option<Target>,
-    /// LMR B, on the next survivor.
     lmr_b: Option<Target>,
     /// T7's caller; `None` where modules cannot be loaded.
     kernel_caller: Option<KernelCaller>,
-    /// T8's region, created by survivor A; `None` where memory cannot be
-    /// mapped.
+    /// `None` where memory cannot be mapped.
     dsm: Option<dsm::Shared>,
 }
 
-/// The kernel message module, T7's caller.
+/// T7's.
 #[derive(Debug)]
 struct KernelCaller {
     loaded: bool,
-    /// LITE's resource counters before it loaded.
+    /// Before it loaded.
     counters_before: Result<Counters, String>,
 }
 
@@ -613,8 +609,7 @@ fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<LockRecord, St
     decode_lock_record(&record)
 }
 
-/// Phase 1 of a survivor: finds the victim, allocates LMR A on it and
-/// LMR B on the next survivor, and loads the kernel message module.
+/// Phase 1 of a survivor.
 fn set_up_survivor<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -676,7 +671,6 @@ enum LockDuty {
     },
 }
 
-/// The victim's locks a survivor found in phase 2.
 #[derive(Debug, Default, Clone, Copy)]
 struct VictimLocks {
     /// The lock kept by the victim.
@@ -737,8 +731,8 @@ fn ask_lock_point<K: Kernel, W: Write>(
     .then_some(lock)
 }
 
-/// Phase 2 of a survivor: reads the victim's lock record and finds the
-/// lock the victim keeps, and lock W on survivor B or lock O on survivor A.
+/// Phase 2 of a survivor: the victim's own lock, and lock W on survivor B
+/// or lock O on survivor A.
 fn find_victims_locks<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -820,7 +814,6 @@ pub struct Returned {
 /// A call's return, or why there is none.
 pub type Outcome = Result<Returned, String>;
 
-/// What the survivor's threads share.
 #[derive(Default)]
 struct Progress {
     /// When T1's last successful write returned; 0 before the first.
@@ -935,8 +928,8 @@ pub fn poll_until(
     }
 }
 
-/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
-/// passes (it is called at least once); the value and when it came.
+/// Calls `probe` every `every`, at least once, until it returns `Some` or
+/// `deadline_ns` passes; the value and when it came.
 pub(crate) fn poll_for<T>(
     deadline_ns: u64,
     every: Duration,
@@ -1121,7 +1114,7 @@ fn write_until_failure<K: Kernel>(
     failure
 }
 
-/// Waits until T1's first write succeeded; how long that took in ms.
+/// How long T1's first write took, in ms.
 fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
     let deadline = after(started_ns, FIRST_WRITE_TIMEOUT);
     // The last write's time, 0 once the first write failed.

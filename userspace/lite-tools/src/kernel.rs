@@ -136,10 +136,15 @@ pub const NOBODY: u32 = 65534;
 /// Shared between threads: the RPC cases call it from several at once.
 pub trait Kernel: Sync {
     kernel_calls!(declare: all);
+    /// Whether these are the real system calls, whose capabilities an
+    /// in-memory model lacks: the four `bool` methods below follow it.
+    fn is_real(&self) -> bool {
+        false
+    }
     /// Whether copies of the program started as processes share this kernel
     /// (an in-memory model lives and dies with one process).
     fn spawns_processes(&self) -> bool {
-        false
+        self.is_real()
     }
     /// Another process on this node, a member, running as `nobody` without
     /// `CAP_NET_ADMIN`; `None` if this kernel cannot make one within this
@@ -186,12 +191,12 @@ pub trait Kernel: Sync {
     }
     /// Whether an RDMA device's own checks of remote access can be probed.
     fn has_rdma_device(&self) -> bool {
-        false
+        self.is_real()
     }
     /// Whether `lite_join` proves the cluster's secret from the caller's
     /// keyrings to the manager.
     fn checks_cluster_secret(&self) -> bool {
-        false
+        self.is_real()
     }
     /// Writes `text` to file `name` of LITE's debugfs directory.
     fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
@@ -200,7 +205,7 @@ pub trait Kernel: Sync {
     /// Whether a node id written to [`debugfs::RPC_FAULT_FILE`] makes the
     /// next RPC request to that node carry a corrupt header.
     fn injects_rpc_faults(&self) -> bool {
-        false
+        self.is_real()
     }
     /// Unloads LITE's module, which takes the node out of its cluster as
     /// `lite_leave` does, checks that LITE's system calls return `ENOSYS`
@@ -281,7 +286,7 @@ pub struct Syscalls;
 impl Kernel for Syscalls {
     kernel_calls!(sys: all);
 
-    fn spawns_processes(&self) -> bool {
+    fn is_real(&self) -> bool {
         true
     }
 
@@ -303,10 +308,6 @@ impl Kernel for Syscalls {
 
     fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
         Some(debugfs::write_file(name, text))
-    }
-
-    fn injects_rpc_faults(&self) -> bool {
-        true
     }
 
     fn reload_module(&self) -> Option<Result<(), String>> {
@@ -336,14 +337,6 @@ impl Kernel for Syscalls {
             Ok(_) => 0,
             Err(e) => -c_long::from(e.raw_os_error().unwrap_or(libc::EIO)),
         }
-    }
-
-    fn has_rdma_device(&self) -> bool {
-        true
-    }
-
-    fn checks_cluster_secret(&self) -> bool {
-        true
     }
 }
 
