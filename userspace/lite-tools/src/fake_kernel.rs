@@ -2,17 +2,12 @@
 //! test can be run on any host. Defects can be switched on to check that
 //! the cluster test notices them.
 //!
-//! A [`FakeKernel`] is one process on one node. [`FakeKernel::new`] makes a
-//! node on its own, whose barriers never wait (its peers are imagined);
-//! [`FakeKernel::cluster`] makes one kernel per node of a cluster sharing
-//! one memory and name space, meant to be driven from one thread per node:
-//! their barriers really wait for each other, names published by node X are
-//! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
-//! every node. RPC ports and messages are modelled in [`rpc`], locks,
-//! operation statistics and QoS parameters in [`sync`], the users' and
-//! nodes' quotas in [`quotas`], nodes that fail or pause in [`failures`]; dropping a kernel is its process exiting
-//! (what it created is released, its mappings dropped, its ports closed,
-//! its locks released).
+//! A [`FakeKernel`] is one process on one node: alone ([`FakeKernel::new`],
+//! whose barriers never wait), or one per node of a cluster sharing one
+//! memory and name space ([`FakeKernel::cluster`]), driven from one thread
+//! per node. RPC is modelled in [`rpc`], locks, statistics and QoS in
+//! [`sync`], quotas in [`quotas`], nodes that fail or pause in
+//! [`failures`]; dropping a kernel is its process exiting.
 //!
 //! Processes are root's and privileged (`CAP_NET_ADMIN`, `CAP_IPC_LOCK`)
 //! unless made with [`Kernel::process_of_user_and_group`] (or its

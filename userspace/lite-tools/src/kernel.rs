@@ -10,16 +10,13 @@ use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
 use crate::kernel_message_module;
 
-/// LITE's system calls, one line each, in groups that kernels make alike,
-/// for [`Kernel`]'s declarations and for kernels that make a group one
-/// way: `kernel_calls!(MODE: GROUP)`, where GROUP is `all` or one of
-/// `transfers`, `calls_with_reply`, `rpc` and `rest`, and MODE is
-/// `declare` (the trait's declarations) or `sys` (the real system calls);
-/// `via METHOD` makes the unsafe calls `self.METHOD(name, (arguments))`;
-/// `(PATH) with HOOK` makes the calls
-/// `self.HOOK(|context| self.PATH.call(context, arguments))`, for a model
-/// whose part at PATH needs what HOOK knows of the caller. One table, so
-/// that no kernel repeats the signatures.
+/// LITE's system calls, one line each, so that no kernel repeats the
+/// signatures, in groups that kernels make alike: `kernel_calls!(MODE:
+/// GROUP)`, GROUP `all`, `transfers`, `calls_with_reply`, `rpc` or `rest`,
+/// MODE `declare` (the trait's), `sys` (the real system calls), `via
+/// METHOD` (`self.METHOD(name, (arguments))`) or `(PATH) with HOOK`
+/// (`self.HOOK(|context| self.PATH.call(context, arguments))`, for a
+/// model's part that needs what HOOK knows of the caller).
 macro_rules! kernel_calls {
     ($mode:tt: all) => {
         $crate::kernel::kernel_calls!($mode: transfers);

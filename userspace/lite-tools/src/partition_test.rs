@@ -400,7 +400,6 @@ fn finish_canary<K: Kernel, W: Write>(
     tap.check(&description(Some(&report)), report.verdict());
 }
 
-/// A wait for the cluster's size to reach a value.
 struct TotalWait<'a> {
     target: u32,
     /// What reaching it shows, for the description ("node 3 is expelled").

@@ -125,11 +125,10 @@ pub struct CyclePacing {
     /// How long the leaver waits, once the cluster is whole again, before
     /// it leaves again.
     pub back: Duration,
-    /// Longest one membership change may take to show: the cluster's size
-    /// going down (counted from the end of the previous cycle) or back up
-    /// (from going down) for an observer, being whole again after the join
-    /// for the leaver; also how long the leaver keeps trying to join again
-    /// while the manager refuses it with `EADDRINUSE` or `EAGAIN`.
+    /// Longest one membership change may take to show (a size going down
+    /// from the previous cycle's end, or back up from going down; whole
+    /// again after the leaver's join), and the leaver's patience with a
+    /// manager refusing its join for now.
     pub change: Duration,
     /// Longest the first leave may take to show to an observer: it first
     /// moves every chunk the leaver holds (16 MiB and more over emulated
@@ -151,29 +150,25 @@ impl CyclePacing {
 /// The part a survivor plays in the cycles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
-    /// Leaves and joins again; `observers` are the other survivors.
+    /// Leaves and joins again.
     Leaver {
-        /// The survivors that stay, in ascending order.
+        /// The other survivors, in ascending order.
         observers: Vec<u32>,
     },
-    /// Follows the cycles; its traffic goes to an LMR on `peer`.
+    /// Follows the cycles.
     Observer {
         /// The survivor that leaves.
         leaver: u32,
         /// The observer holding this one's traffic LMR.
         peer: u32,
-        /// Whether it publishes its spread LMR for the leaver to map: the
-        /// lowest observer does.
+        /// For the leaver to map (the lowest observer's spread LMR).
         publishes: bool,
     },
 }
 
-/// `me`'s part among the survivors of a cluster of `nodes` whose `victim`
-/// died: the highest survivor leaves, each observer's traffic goes to the
-/// next observer (wrapping around), and the lowest observer publishes its
-/// spread LMR. `None` if `me` is no survivor or
-/// there are fewer than three: a leaving node's chunks need a third node
-/// to move to.
+/// The highest survivor leaves, each observer's traffic goes to the next
+/// observer (wrapping around). `None` if `me` is no survivor or there are
+/// fewer than three: a leaving node's chunks need a third node to move to.
 pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
     let survivors: Vec<u32> = (1..=nodes).filter(|&n| n != victim).collect();
     let (&leaver, observers) = survivors.split_last()?;
@@ -207,7 +202,6 @@ impl Phase {
     }
 }
 
-/// Runs this survivor's part of the cycles, reporting to `tap`.
 pub(super) fn run<K: SharedKernel, W: Write>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase) {
     match part(phase.me, phase.victim, phase.config.nodes) {
         Some(Part::Leaver { observers }) => leave_and_rejoin(kernel, tap, phase, &observers),
@@ -716,10 +710,9 @@ fn out_of_the_cluster<K: Kernel>(
     no_problems(problems)
 }
 
-/// Joins the cluster at `cm` again, trying for up to `patience` while the
-/// manager refuses for now: `EADDRINUSE` (it still counts this node's
-/// earlier incarnation as alive) or `EAGAIN` (it just started); the node
-/// id.
+/// Tries for up to `patience` while the manager refuses for now:
+/// `EADDRINUSE` (this node's earlier incarnation still counts as alive) or
+/// `EAGAIN` (it just started).
 fn join_again<K: SharedKernel>(
     kernel: &Arc<K>,
     cm: Ipv4Addr,
@@ -832,7 +825,7 @@ impl Drop for SizeWatch {
     }
 }
 
-/// What an observer set up; `None` for what failed.
+/// `None` for what failed.
 struct Observed {
     /// The spread LMR, filled with this node's pattern.
     spread: Option<Target>,
@@ -844,9 +837,7 @@ fn spread_seed(node: u32) -> u64 {
     pattern::seed(&[u64::from(node), SPREAD_LMR_SIZE, 0x1ea7e])
 }
 
-/// The observer's part: sets up (and publishes its spread LMR if it
-/// `publishes`), then follows every cycle and checks its spread LMR after
-/// each.
+/// Sets up, then follows every cycle and checks its spread LMR after each.
 fn observe<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -922,9 +913,8 @@ fn observe<K: SharedKernel, W: Write>(
     );
 }
 
-/// Allocates and fills the spread LMR, publishes it for `mapper` to map
-/// if there is one, and allocates the traffic LMR on `peer`, one test
-/// point each.
+/// One test point each: the spread LMR, published for `mapper` if there
+/// is one, and the traffic LMR on `peer`.
 fn set_up_observer<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -1018,10 +1008,8 @@ fn read_and_verify_samples<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Res
         .try_for_each(|(offset, len)| read_and_verify_window(kernel, lmr, seed, offset, len))
 }
 
-/// Waits for cycle `cycle`: the cluster's size down by one, then whole
-/// again, reported as one test point. `from_ns` is when the cycle could
-/// begin (the end of the previous one). When the cluster was whole again,
-/// if it was.
+/// One test point: the size down by one, then whole again, from `from_ns`
+/// (the previous cycle's end). When the cluster was whole again, if it was.
 fn follow_cycle<W: Write>(
     tap: &mut Tap<W>,
     phase: &Phase,
@@ -1072,10 +1060,9 @@ fn follow_cycle<W: Write>(
     back.ok().map(|(_, back_ns)| back_ns)
 }
 
-/// Reads the spread LMR back after cycle `cycle`, as a test point: whole
-/// after the first cycle (whose leave moved the chunks the leaver held)
-/// and the last, around every chunk boundary after the others, so that the
-/// observers keep up with the leaver under emulation.
+/// Whole after the first cycle (whose leave moved the chunks the leaver
+/// held) and the last, around every chunk boundary after the others, so
+/// that the observers keep up with the leaver under emulation.
 fn check_spread<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
