@@ -125,15 +125,13 @@ pub struct Defects {
     /// process takes the node out of the cluster.
     pub leave_without_privilege: bool,
     /// Quotas are counted (the quotas file shows them) but never enforced:
-    /// no call fails with `EDQUOT`, neither beyond a user's limit nor
-    /// beyond what a node may hold on another.
+    /// no `EDQUOT`, for a user's limits nor for what a node holds for another.
     pub ignore_quotas: bool,
     /// `lite_register_lmr` ignores the caller's `RLIMIT_MEMLOCK`.
     pub ignore_memlock_limit: bool,
     /// Membership of the node's administrators' group gives no privilege:
-    /// its members get `EPERM` from `lite_join`, `lite_leave` and writes
-    /// to LITE's settings like any other process without `CAP_NET_ADMIN`
-    /// (the group file itself reads and writes as it should).
+    /// `EPERM` from `lite_join`, `lite_leave` and settings writes as without
+    /// `CAP_NET_ADMIN` (the group file itself works as it should).
     pub ignore_admin_group: bool,
     /// The barrier of this round fails with `EHOSTDOWN` on every node, as
     /// when a member departs while it is in progress; every process counts
@@ -505,10 +503,9 @@ impl FakeKernel {
     }
 
     /// Whether this process may join, leave and change LITE's settings
-    /// (`EPERM` before any other check otherwise): it has `CAP_NET_ADMIN`,
-    /// or its group is its node's administrators' group
-    /// ([`ADMIN_GROUP_FILE`], which only a privileged process sets; not
-    /// under the `ignore_admin_group` defect).
+    /// (`EPERM` before any other check otherwise): with `CAP_NET_ADMIN`, or
+    /// as a member of its node's administrators' group, which only a
+    /// privileged process sets.
     fn may_administer(&self) -> bool {
         self.privileged
             || (!self.defects.ignore_admin_group

@@ -289,7 +289,7 @@ pub struct CanaryReport {
 }
 
 impl CanaryReport {
-    /// Notes one read of the whole LMR: its result and the data read.
+    /// One read of the whole LMR.
     pub fn record(&mut self, ret: c_long, seed: u64, data: &[u8]) {
         if ret != 0 {
             self.failed_reads += 1;

@@ -114,7 +114,7 @@ fn open<K: Kernel>(kernel: &K, place: Placement, create: bool) -> Option<std::io
     }))
 }
 
-/// Opens region `name` of `home`, of `pages` pages, as [`open`].
+/// As [`open`].
 fn open_named<K: Kernel>(
     kernel: &K,
     name: u64,
@@ -334,8 +334,7 @@ pub(super) fn write_before_leave<K: Kernel>(
     )
 }
 
-/// The leaver, joined again after a leave [`write_before_leave`] wrote
-/// for: counts the leave in the observer's region.
+/// The leaver, back after a leave [`write_before_leave`] wrote for.
 pub(super) fn count_leave<K: Kernel>(kernel: &K, owner: u32) -> Result<(), String> {
     let Some(opened) = open_named(kernel, LEAVE_NAME, owner, PAGES, false) else {
         return Ok(());
