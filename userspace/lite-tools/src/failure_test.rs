@@ -90,13 +90,13 @@ const VICTIM_PORT_MAX_SIZE: u64 = 4096;
 
 const KERNEL_MESSAGE_SIZE: u64 = 64;
 
-/// LMR A's and LMR B's.
+/// Size of LMR A (on the victim) and LMR B (on the next survivor).
 const LMR_SIZE: u64 = 1 << 20;
 
 /// Three 4 MiB chunks, one per survivor of a four-node cluster.
 const SPREAD_SIZE: u64 = 12 << 20;
 
-/// Of T1's writes, and of the partition test's cut node's.
+/// Bytes per write of T1 and of the partition test's cut node.
 pub(crate) const WRITE_SIZE: usize = 4096;
 
 /// Bytes T5 writes and reads back on LMR B at a time.
@@ -546,11 +546,11 @@ struct Setup {
     dsm: Option<dsm::Shared>,
 }
 
-/// T7's.
+/// The kernel message module, T7's caller.
 #[derive(Debug)]
 struct KernelCaller {
     loaded: bool,
-    /// Before it loaded.
+    /// LITE's resource counters before it loaded.
     counters_before: Result<Counters, String>,
 }
 

@@ -183,7 +183,8 @@ struct Lmr {
 }
 
 impl Backing {
-    /// Its memory (registered memory pins whole pages) and one LMR.
+    /// What it charges its creator's user: its memory (registered memory
+    /// pins whole pages) and one LMR.
     fn charge(&self) -> Usage {
         let (memory, bytes) = match *self {
             Backing::Owned(ref data) => (Resource::RemoteMemory, data.len() as u64),
@@ -280,14 +281,14 @@ struct Handle {
     freed: bool,
 }
 
-/// Started but not reaped.
+/// An operation started but not reaped.
 struct Op {
     result: c_long,
     /// For reads: where to, and the data read.
     delivery: Option<(usize, Vec<u8>)>,
     /// NOWAIT polls still answered with -EAGAIN.
     pending_polls: u32,
-    /// `lite_send_reply_imm_async`.
+    /// Whether it is an RPC call (`lite_send_reply_imm_async`).
     is_call: bool,
 }
 
@@ -299,7 +300,7 @@ struct Process {
     next_op: u64,
     ops: BTreeMap<u64, Op>,
     barrier_round: u64,
-    /// `lite_set_priority`'s.
+    /// Default priority (`lite_set_priority`).
     priority: u32,
     /// Soft `RLIMIT_MEMLOCK` in bytes.
     memlock_limit: u64,

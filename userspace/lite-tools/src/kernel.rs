@@ -127,8 +127,9 @@ pub const NOBODY: u32 = 65534;
 
 /// The raw LITE system calls ([`lite::sys`] states their contracts), each
 /// returning the raw result (>= 0 or a negative errno). The methods after
-/// them return `None` (or false) where a kernel lacks what they need: an
-/// in-memory model has no debugfs, modules, devices, keyrings or mappings.
+/// them return `None`, false or `-ENOSYS` where a kernel lacks what they
+/// need: an in-memory model has no debugfs, modules, devices, keyrings or
+/// mappings.
 ///
 /// Shared between threads: the RPC cases call it from several at once.
 pub trait Kernel: Sync {

@@ -712,7 +712,7 @@ fn start_writer<K: SharedKernel>(
     Ok(Writer { progress, thread })
 }
 
-/// A test point.
+/// Waits until the writer covered LMR Y once, as a test point.
 fn first_pass_point<W: Write>(tap: &mut Tap<W>, writer: &Result<Writer, String>, every: Duration) {
     let started = monotonic_ns();
     let outcome = writer.as_ref().map_err(Clone::clone).and_then(|writer| {
@@ -790,7 +790,7 @@ fn finish_writer<W: Write>(tap: &mut Tap<W>, writer: Result<Writer, String>) {
     );
 }
 
-/// Its incarnation.
+/// Checks that this node is a member, not fenced; its incarnation.
 fn own_membership_before<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

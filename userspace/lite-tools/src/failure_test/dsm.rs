@@ -166,7 +166,7 @@ pub(super) fn set_up<K: Kernel, W: Write>(
     tap.check_value(&description, opened)
 }
 
-/// Phase 2, survivor A.
+/// Phase 2, survivor A: writes the survivors' page.
 pub(super) fn write_survivors_page(shared: &Option<Shared>) {
     if let Some(shared) = shared {
         shared

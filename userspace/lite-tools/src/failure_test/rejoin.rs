@@ -217,7 +217,7 @@ pub(super) fn run<K: SharedKernel, W: Write>(kernel: &Arc<K>, tap: &mut Tap<W>, 
     }
 }
 
-/// Whether it passed.
+/// A barrier of all survivors as a test point; whether it passed.
 fn survivors_barrier<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,

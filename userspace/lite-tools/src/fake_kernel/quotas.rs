@@ -21,7 +21,7 @@ use lite::sys::{CHUNK_SIZE, MAX_NODES};
 use super::Cluster;
 use crate::debugfs::quotas::{Command, Limit, Limits, QuotasFile, Resource, Usage, DEFAULT_LIMITS};
 
-/// Every node's; by default each other node's LMRs may hold half of it.
+/// Each node's memory; by default each other node's LMRs may hold half.
 pub(super) const NODE_RAM: u64 = 16 << 30;
 
 /// Linux's default since 5.16, also the soft limit until lowered.
@@ -105,7 +105,7 @@ impl NodeQuotas {
     }
 }
 
-/// Users holding something, but for RPC ports (the RPC model counts them).
+/// Each user's holdings on `node` but RPC ports (the RPC model counts those).
 fn usage_on(cluster: &Cluster, node: u32) -> BTreeMap<u32, Usage> {
     let mut usage: BTreeMap<u32, Usage> = BTreeMap::new();
     let live = cluster

@@ -22,7 +22,7 @@ use lite::sys::{
 use super::{check_pointer, err, lock, refuse_if};
 use crate::debugfs::quotas::Limit;
 
-/// Per (port, client node) ring.
+/// Messages per (port, client node) ring.
 const RING_SLOTS: usize = 64;
 
 /// A message larger than this still fits an empty ring.

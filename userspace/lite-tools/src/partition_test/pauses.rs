@@ -62,7 +62,7 @@ pub struct CountWatch {
 }
 
 impl CountWatch {
-    /// `at_ms` after the traffic started.
+    /// One read, `at_ms` after the traffic started.
     pub fn record(&mut self, value: Result<u64, String>, nodes: u32, at_ms: i64) {
         self.reads += 1;
         if value.as_ref().is_ok_and(|&v| v == u64::from(nodes)) {
@@ -139,7 +139,7 @@ pub fn same_members(
     no_problems(problems).map(|()| shown.join(", "))
 }
 
-/// One test point each.
+/// This node's traffic LMR on each peer, one test point each.
 fn allocate<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
