@@ -51,7 +51,7 @@ impl CpuHog {
         Ok(hog)
     }
 
-    /// Starts one spinning thread per CPU of this machine.
+    /// One per CPU of this machine.
     pub fn on_every_cpu(name: &str) -> Result<Self, String> {
         let cpus = thread::available_parallelism().map_or(1, usize::from);
         Self::start(name, cpus)
@@ -62,8 +62,8 @@ impl CpuHog {
         self.spinning.load(Ordering::Relaxed)
     }
 
-    /// Stops every thread; `Ok` with how many there were once each of them
-    /// turned at least once, a sign that it ran.
+    /// How many threads there were, once each turned at least once (a sign
+    /// that it ran).
     pub fn stop(self) -> Result<usize, String> {
         self.stop.store(true, Ordering::Relaxed);
         let count = self.threads.len();

@@ -1,14 +1,9 @@
-//! Bounds on the test programs' waits for other nodes.
-//!
-//! `lite-cluster-test` and `lite-failure-test` wait for other nodes in
-//! many ways: in barriers, for messages, for room in a full ring, for a
-//! ring to fill up, for a count to change. Every such wait has a
-//! [`Deadline`], and one that runs out fails with a message naming what it
-//! waited for: a node that stalls, or one out of step with the others,
-//! ends the run with a failure instead of hanging it. The bounds are
-//! generous for emulation, where a remote operation may take tens of
-//! milliseconds and a barrier of four nodes seconds: tens of seconds for
-//! one wait, minutes for a whole phase.
+//! Bounds on the test programs' waits for other nodes: every wait has a
+//! [`Deadline`], and one that runs out fails naming what it waited for, so
+//! that a node that stalls or is out of step ends the run instead of
+//! hanging it. The bounds are generous for emulation, where a remote
+//! operation may take tens of milliseconds and a barrier of four nodes
+//! seconds.
 //!
 //! A LITE call that may block for ever (a barrier, a blocking send to a
 //! full ring, a blocking receive) is bounded on its own thread by a
@@ -59,7 +54,7 @@ impl Deadline {
         self.start = Instant::now();
     }
 
-    /// Whether the deadline has passed.
+    /// Whether it passed.
     pub fn passed(&self) -> bool {
         self.start.elapsed() >= self.limit
     }
@@ -98,11 +93,10 @@ pub fn show(limit: Duration) -> String {
     }
 }
 
-/// What [`retry_while_busy`] got: the first result that was not busy, and
-/// how many busy results came before it.
+/// What [`retry_while_busy`] got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retried {
-    /// The raw result.
+    /// The first result that was not busy.
     pub ret: c_long,
     /// Tries that returned one of the busy errnos.
     pub busy: u64,
@@ -204,12 +198,9 @@ pub fn interrupt_thread(tid: i32) {
     }
 }
 
-/// What a [`Watchdog`] shares with the thread it watches.
 #[derive(Default)]
 struct Watch {
-    /// The deadline of the call running, if one does.
     call_ends: Option<Instant>,
-    /// Whether the call running was interrupted.
     interrupted: bool,
     done: bool,
 }
@@ -295,9 +286,8 @@ impl Watchdog {
         }
     }
 
-    /// Runs `call`, interrupted should it still run once `deadline`
-    /// passed; its result, and whether it had to be interrupted. Only for
-    /// calls of the thread that made the watchdog.
+    /// Its result, and whether it had to be interrupted. Only for calls of
+    /// the thread that made the watchdog.
     pub fn call<T>(&self, deadline: &Deadline, call: impl FnOnce() -> T) -> (T, bool) {
         debug_assert_eq!(self.tid, current_thread(), "a call of another thread");
         {
@@ -329,9 +319,8 @@ impl Watchdog {
     }
 }
 
-/// Runs `call` on this thread, interrupted should it still run once
-/// `deadline` passed (see [`Watchdog`]); its result, and whether it had to
-/// be interrupted.
+/// [`Watchdog::call`] for a single call; its result, and whether it had
+/// to be interrupted.
 pub fn interrupt_at<T>(deadline: &Deadline, call: impl FnOnce() -> T) -> (T, bool) {
     Watchdog::guard(|watchdog| watchdog.call(deadline, call))
 }

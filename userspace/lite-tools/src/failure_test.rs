@@ -1,21 +1,11 @@
-//! The node failure test run by `lite-failure-test`.
+//! The node failure test run by `lite-failure-test`, as the README's
+//! failure test describes it: the victim sets up state the survivors come
+//! to depend on, says so ([`READY_MARKER`]) and is killed; the survivors
+//! check every way they waited on it.
 //!
-//! One node of the cluster, the victim, sets up state the other nodes,
-//! the survivors, come to depend on: an RPC port, locks it holds (one kept
-//! by itself, two kept by a survivor), memory the survivors allocated on
-//! it and chunks it holds on them. Once the survivors are waiting on it in
-//! every way LITE offers, the victim says so on its console
-//! ([`READY_MARKER`]) and the harness kills its virtual machine. The
-//! survivors then check that every call involving the dead node fails with
-//! `EHOSTDOWN` within a few seconds, that the locks it held on a survivor
-//! go to their next taker with `EOWNERDEAD` (held, but the holder died),
-//! that the cluster shrinks, that the chunks they held for the victim are
-//! freed, and that traffic among themselves goes on unharmed.
-//!
-//! Two survivors have parts of their own: survivor A, the lowest id other
-//! than the victim's, keeps the victim's locks W ("waited") and O
-//! ("orphaned"); survivor B, the survivor after A ([`next_survivor`]),
-//! waits for lock W. Any other survivor does neither.
+//! Survivor A, the lowest id other than the victim's, keeps the victim's
+//! locks W ("waited") and O ("orphaned"); survivor B, the survivor after A
+//! ([`next_survivor`]), waits for lock W.
 //!
 //! Both roles go through the same barriers (with all `nodes`), each
 //! marking the end of a phase:
@@ -36,35 +26,20 @@
 //! 5. the survivors' traffic runs (a write to LMR A has succeeded, so the
 //!    kill always comes after one); the victim then prints its marker.
 //!
-//! After barrier 5 each survivor has five threads going: T1 writes to LMR A
-//! until a write fails, T2 calls the victim's port (nobody receives), T3
-//! waits for the victim's lock, T4 enters a barrier the victim never
-//! enters, T5 writes, reads back and checks data on LMR B, and, where
-//! modules can be loaded (not in the in-memory model), T7 makes a kernel
-//! call (`liteapi_send_reply`) to the victim's handler. Survivor B has
-//! a sixth, T6, which waits for lock W: at the death W must be handed to
-//! it with `EOWNERDEAD`, within the same bound as the calls that fail;
-//! T6 then unlocks W, and locks and unlocks it once more (0 each time). A
-//! call that is still blocked [`HANG_AFTER`] after T1's last successful
-//! write is reported as hung; its thread is left behind and ends with the
-//! process.
-//!
-//! Once its waiting calls returned, so that the death is known, survivor A
-//! takes lock O, which nobody waited for: the first `lite_lock` must
-//! return `EOWNERDEAD`, the unlock and a lock and unlock after it 0.
-//!
-//! Once the survivors met in a last barrier of their own, the highest of
-//! them leaves the cluster gracefully and joins again, [`CYCLES`] times,
-//! while the others check that it goes and comes back, that the chunks
-//! their LMRs had on it moved with their bytes (also those of the LMR it
-//! maps during its first leave) and that their traffic goes on (see
-//! [`rejoin`]).
+//! After barrier 5 each survivor runs T1 (writes to LMR A until a write
+//! fails), T2 (calls the victim's port), T3 (waits for the victim's lock),
+//! T4 (a barrier the victim never enters), T5 (checked traffic on LMR B)
+//! and, where modules load, T7 (a kernel call to the victim's handler);
+//! survivor B also T6, which waits for lock W. A call still blocked
+//! [`HANG_AFTER`] after T1's last successful write is reported as hung;
+//! its thread ends with the process. Once the death is known, survivor A
+//! takes lock O, and the survivors' leave and rejoin cycles follow
+//! ([`rejoin`]).
 //!
 //! Survivors report TAP; the victim only prints progress lines, since its
 //! output ends wherever the kill cuts it off. Every wait is bounded, the
-//! victim's barriers too ([`crate::deadline`]); a barrier that fails
-//! (`barrier failed:` and why) leaves the nodes out of step and ends the
-//! run.
+//! victim's barriers too ([`crate::deadline`]); a failed barrier leaves
+//! the nodes out of step and ends the run.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -111,53 +86,44 @@ pub const READY_MARKER: &str = "LITE-FAILURE-VICTIM ready";
 /// call it, and nobody ever receives from it.
 pub const VICTIM_PORT: u32 = 7;
 
-/// Largest message the victim's port accepts.
 const VICTIM_PORT_MAX_SIZE: u64 = 4096;
 
-/// Size of T7's kernel message.
 const KERNEL_MESSAGE_SIZE: u64 = 64;
 
 /// Size of LMR A (on the victim) and LMR B (on the next survivor).
 const LMR_SIZE: u64 = 1 << 20;
 
-/// Size of the victim's spread LMR: three 4 MiB chunks, one per survivor
-/// of a four-node cluster.
+/// Three 4 MiB chunks, one per survivor of a four-node cluster.
 const SPREAD_SIZE: u64 = 12 << 20;
 
-/// Bytes T1 writes to LMR A, and the partition test's cut node to LMR Y,
-/// at a time.
+/// Bytes per write of T1 and of the partition test's cut node.
 pub(crate) const WRITE_SIZE: usize = 4096;
 
 /// Bytes T5 writes and reads back on LMR B at a time.
 const TRAFFIC_SIZE: usize = 16 * 1024;
 
-/// Pause between T1's writes, between T5's round trips and between the
-/// writes of the partition test's cut node. Each VM has one CPU: a loop
-/// that never sleeps could starve the kernel thread that sends this node's
-/// heartbeats, and the manager would declare the node dead.
+/// Between T1's writes, T5's round trips and the partition test's cut
+/// node's writes. Each VM has one CPU: a loop that never sleeps could
+/// starve the thread that sends the node's heartbeats.
 pub(crate) const LOOP_PAUSE: Duration = Duration::from_millis(2);
 
-/// Name under which the victim publishes its lock record.
 const LOCK_RECORD_NAME: u64 = 0x4641_494c_4c4f_434b;
 
-/// Password of the published lock record.
 const LOCK_RECORD_PASSWORD: u64 = 0x7669_6374_696d;
 
-/// First four bytes of the lock record, so that stale or foreign data is
-/// not taken for lock numbers.
+/// So that stale or foreign data is not taken for lock numbers.
 const LOCK_RECORD_MAGIC: u32 = 0x4c4f_434b;
 
-/// Size of the lock record: the magic, the number of the victim's own
-/// lock, survivor A's id and the numbers of locks W and O, each a
-/// little-endian `u32`.
+/// The magic, the victim's own lock, survivor A's id, locks W and O: each
+/// a little-endian `u32`.
 const LOCK_RECORD_LEN: usize = 20;
 
-/// A lock number in the record for a lock the victim could not create
-/// (numbers are below `LITE_MAX_LOCKS`).
+/// For a lock the victim could not create (numbers are below
+/// `LITE_MAX_LOCKS`).
 const NO_LOCK: u32 = u32::MAX;
 
-/// How long survivor A's `lite_lock` of lock O, and every unlock and later
-/// lock of W and O, may take: once the death is known, nobody holds them.
+/// Of the lock of O and every later unlock and lock of W and O: once the
+/// death is known, nobody holds them.
 const RELOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest a call involving the victim may take to fail, counted from T1's
@@ -169,36 +135,30 @@ pub const MAX_STALL_MS: i64 = 4500;
 /// A call still blocked this long after T1's last successful write hangs.
 pub const HANG_AFTER: Duration = Duration::from_secs(60);
 
-/// How long after the traffic started T1 must have seen the failure. The
-/// harness kills the victim 5 s after its marker; this only ends a run in
-/// which nobody killed it.
+/// From the traffic's start to T1's failure: the harness kills the victim
+/// 5 s after its marker, so this only ends a run nobody killed it in.
 const FAILURE_WAIT: Duration = Duration::from_secs(180);
 
-/// How soon after the failure the chunks held for the victim must be freed.
 const CHUNKS_FREED_WITHIN: Duration = Duration::from_secs(10);
 
-/// How often the held chunks are looked at while waiting for them to go.
 const CHUNK_POLL: Duration = Duration::from_millis(200);
 
-/// How long T5 goes on after every call waiting on the victim returned.
+/// T5 goes on this long after the calls returned, so that harm done by
+/// the cleanup after the death shows.
 const TRAFFIC_AFTER_RETURNS: Duration = Duration::from_secs(3);
 
-/// Bound of the barriers before the failure. Nodes boot at different
-/// speeds under emulation, and the first barrier waits for the slowest.
+/// Nodes boot at different speeds under emulation, and the first barrier
+/// waits for the slowest.
 const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 
-/// How long T1 may take to complete its first write.
 const FIRST_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long a thread (T5, a writer, a reader) may take to stop once told
-/// to: a call under way may wait out the connection's retries.
+/// A call under way may wait out the connection's retries.
 const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Bound of the survivors' last barrier: another survivor may first spend
-/// [`HANG_AFTER`] on a hung call.
+/// Another survivor may first spend [`HANG_AFTER`] on a hung call.
 const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// How often the main thread looks at the calls it waits for.
 const WAIT_POLL: Duration = Duration::from_millis(100);
 
 /// A kernel that the threads a test starts may share.
@@ -413,8 +373,7 @@ pub(crate) fn node_or_none(node: Option<u32>) -> String {
     node.map_or("none".to_string(), |n| format!("node {n}"))
 }
 
-/// What the overload phase did on this node, for a test point or the
-/// victim's log.
+/// For a test point or the victim's log.
 fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, String>) -> String {
     let done = match overloaded {
         Ok(o) => format!(
@@ -433,15 +392,14 @@ fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, S
     )
 }
 
-/// Enters a barrier of every node before the failure, named after what it
-/// follows; `Err` names it.
+/// A barrier of every node before the failure; `Err` names it by `after`.
 fn enter_setup_barrier<K: Kernel>(kernel: &K, nodes: u32, after: &str) -> Result<(), String> {
     let name = format!("dist_barrier({nodes}) after {after}");
     enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name).map_err(|e| format!("{name}: {e}"))
 }
 
-/// This node's part of the overload phase as `config` says, with a CPU
-/// hog on the real kernel; `barrier` as [`overload::run`] takes it.
+/// With a CPU hog on the real kernel; `barrier` as [`overload::run`]
+/// takes it.
 fn overload_phase<K: Kernel + Sync>(
     kernel: &K,
     me: u32,
@@ -558,8 +516,7 @@ pub(crate) fn setup_barrier<K: SharedKernel, W: Write>(
     ok
 }
 
-/// Finds the one other node with RPC port `port`, `who` in the test
-/// point's description ("the victim").
+/// `who` names the owner in the description ("the victim").
 pub(crate) fn port_owner_point<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -575,21 +532,17 @@ pub(crate) fn port_owner_point<K: Kernel, W: Write>(
     )
 }
 
-/// What a survivor set up in phase 1; `None` for what failed.
+/// `None` for what failed.
 #[derive(Debug, Default)]
 struct Setup {
-    /// The only other node with the victim's port.
     victim: Option<u32>,
-    /// The next survivor, holder of LMR B.
+    /// Holder of LMR B.
     next: Option<u32>,
-    /// LMR A, on the victim.
     lmr_a: Option<Target>,
-    /// LMR B, on the next survivor.
     lmr_b: Option<Target>,
     /// T7's caller; `None` where modules cannot be loaded.
     kernel_caller: Option<KernelCaller>,
-    /// T8's region, created by survivor A; `None` where memory cannot be
-    /// mapped.
+    /// `None` where memory cannot be mapped.
     dsm: Option<dsm::Shared>,
 }
 
@@ -612,9 +565,8 @@ fn resource_counters<K: Kernel>(kernel: &K) -> Result<Counters, String> {
     resources::parse(&text.map_err(|e| format!("{RESOURCES_FILE}: {e}"))?)
 }
 
-/// Checks that T7's module and the calls to the dead node gave back
-/// every [`CALL_COUNTERS`] counter, once the calls returned and the module
-/// unloaded.
+/// Once the calls returned and T7's module unloaded, every
+/// [`CALL_COUNTERS`] counter must be back.
 fn check_calls_released<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, caller: &KernelCaller) {
     let compared = match (&caller.counters_before, &resource_counters(kernel)) {
         (Ok(before), Ok(now)) => Ok(resources::compare(before, now)),
@@ -645,8 +597,7 @@ fn check_calls_released<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, calle
     }
 }
 
-/// Reads the victim's lock record through a mapping, which is dropped
-/// again before the victim dies.
+/// Through a mapping, dropped again before the victim dies.
 fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<LockRecord, String> {
     let ret = kernel.ask_lmr(victim, LOCK_RECORD_NAME, PERM_READ, LOCK_RECORD_PASSWORD);
     let handle = handle_of(ret, "ask_lmr")?;
@@ -658,8 +609,7 @@ fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<LockRecord, St
     decode_lock_record(&record)
 }
 
-/// Phase 1 of a survivor: finds the victim, allocates LMR A on it and
-/// LMR B on the next survivor, and loads the kernel message module.
+/// Phase 1 of a survivor.
 fn set_up_survivor<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -721,7 +671,6 @@ enum LockDuty {
     },
 }
 
-/// The victim's locks a survivor found in phase 2.
 #[derive(Debug, Default, Clone, Copy)]
 struct VictimLocks {
     /// The lock kept by the victim.
@@ -740,8 +689,7 @@ fn describe_record(record: &LockRecord) -> String {
     )
 }
 
-/// Checks that the victim published every lock, and that survivor A is
-/// the lowest id other than the victim's.
+/// Every lock published, and survivor A the lowest id but the victim's.
 fn check_record(record: &LockRecord, victim: u32, nodes: u32) -> Result<(), String> {
     let mut problems = Vec::new();
     for (number, lock) in [
@@ -763,8 +711,8 @@ fn check_record(record: &LockRecord, victim: u32, nodes: u32) -> Result<(), Stri
     unless(problems.is_empty(), || problems.join("; "))
 }
 
-/// `ask_lock` of lock `number` of `home` as a test point, if the victim
-/// published one; `suffix` follows the call in the description.
+/// A test point if the victim published the lock; `suffix` follows the
+/// call in the description.
 fn ask_lock_point<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -783,8 +731,8 @@ fn ask_lock_point<K: Kernel, W: Write>(
     .then_some(lock)
 }
 
-/// Phase 2 of a survivor: reads the victim's lock record and finds the
-/// lock the victim keeps, and lock W on survivor B or lock O on survivor A.
+/// Phase 2 of a survivor: the victim's own lock, and lock W on survivor B
+/// or lock O on survivor A.
 fn find_victims_locks<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -863,10 +811,9 @@ pub struct Returned {
     pub at_ns: u64,
 }
 
-/// What became of a call: its return, or why there is none.
+/// A call's return, or why there is none.
 pub type Outcome = Result<Returned, String>;
 
-/// What the survivor's threads share.
 #[derive(Default)]
 struct Progress {
     /// When T1's last successful write returned; 0 before the first.
@@ -915,8 +862,7 @@ pub fn stop_waiting(
     None
 }
 
-/// The errno check of a call: it must have returned with its
-/// [`Call::expected_errno`].
+/// Whether the call returned with its [`Call::expected_errno`].
 pub fn errno_verdict(outcome: &Outcome) -> Result<(), String> {
     match outcome {
         Ok(returned) => expect_errno(returned.ret, returned.call.expected_errno()),
@@ -924,8 +870,8 @@ pub fn errno_verdict(outcome: &Outcome) -> Result<(), String> {
     }
 }
 
-/// The stall check of a call: its stall in ms (if it returned after a
-/// successful write) and whether that is at most [`MAX_STALL_MS`].
+/// The call's stall in ms (if it returned after a successful write), and
+/// whether that is at most [`MAX_STALL_MS`].
 pub fn stall_verdict(outcome: &Outcome, last_write_ns: u64) -> (Option<i64>, Result<(), String>) {
     let returned = match outcome {
         Ok(returned) => returned,
@@ -957,8 +903,7 @@ pub struct Polled {
     pub at_ns: u64,
 }
 
-/// The point `duration` after `from_ns` on the `CLOCK_MONOTONIC` scale,
-/// saturated.
+/// `from_ns` plus `duration` (`CLOCK_MONOTONIC` ns), saturated.
 pub(crate) fn after(from_ns: u64, duration: Duration) -> u64 {
     from_ns.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -983,8 +928,8 @@ pub fn poll_until(
     }
 }
 
-/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
-/// passes (it is called at least once); the value and when it came.
+/// Calls `probe` every `every`, at least once, until it returns `Some` or
+/// `deadline_ns` passes; the value and when it came.
 pub(crate) fn poll_for<T>(
     deadline_ns: u64,
     every: Duration,
@@ -1100,8 +1045,7 @@ pub fn run_traffic<K: Kernel>(
     report
 }
 
-/// Starts `body` on a thread of its own, which reports its return on
-/// `returns`.
+/// `body`'s return is reported on `returns`.
 fn spawn_call<K, F>(
     kernel: &Arc<K>,
     call: Call,
@@ -1150,8 +1094,7 @@ pub(crate) fn write_round<K: Kernel>(
     }
 }
 
-/// T1's loop: writes to LMR A until a write fails (whose result it
-/// returns) or it is told to stop (0).
+/// T1: the failed write's result, or 0 once told to stop.
 fn write_until_failure<K: Kernel>(
     kernel: &K,
     lmr: Target,
@@ -1171,7 +1114,7 @@ fn write_until_failure<K: Kernel>(
     failure
 }
 
-/// Waits until T1's first write succeeded; how long that took in ms.
+/// How long T1's first write took, in ms.
 fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
     let deadline = after(started_ns, FIRST_WRITE_TIMEOUT);
     // The last write's time, 0 once the first write failed.
@@ -1189,7 +1132,6 @@ fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, Str
     }
 }
 
-/// The `held_chunks` values around the victim's spread allocation.
 struct ChunkCounts {
     /// Before the allocation.
     base: Result<u64, String>,
@@ -1197,8 +1139,7 @@ struct ChunkCounts {
     grown: Result<u64, String>,
 }
 
-/// Everything phase 3 needs: phase 1's setup, with the victim and LMR A
-/// found, and the victim's locks.
+/// Phase 1's setup, with the victim and LMR A found, and the locks.
 struct Ready {
     me: u32,
     nodes: u32,
@@ -1292,8 +1233,7 @@ pub fn run_survivor<K: SharedKernel, W: Write>(
     rejoin::run(kernel, tap, &rejoin::Phase { me, victim, config });
 }
 
-/// The calls waiting on the victim: what became of each, and those still
-/// awaited.
+/// The calls waiting on the victim.
 struct Calls {
     outcomes: [Outcome; Call::ALL.len()],
     pending: Vec<Call>,
@@ -1378,8 +1318,7 @@ fn start_traffic<K: SharedKernel>(
     })
 }
 
-/// Starts [`run_traffic`] on `lmr` on a thread named `name`, with no
-/// failure to count rounds after.
+/// [`run_traffic`] with no failure to count rounds after.
 pub(crate) fn spawn_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     name: &str,
@@ -1415,8 +1354,7 @@ impl<T: Send + 'static> Stoppable<T> {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Tells the thread, the `what`, to stop and takes its report, if it
-    /// comes within [`THREAD_STOP_TIMEOUT`].
+    /// Stops the thread and takes its report; `what` names it.
     pub(crate) fn finish(self, what: &str) -> Result<T, String> {
         self.stop();
         let within = THREAD_STOP_TIMEOUT.as_secs();
@@ -1426,12 +1364,10 @@ impl<T: Send + 'static> Stoppable<T> {
     }
 }
 
-/// What a survivor's unlock, and lock and unlock after it, of a lock it
-/// got from the dead victim returned, in that order ([`RELOCK_STEPS`]);
+/// What the [`RELOCK_STEPS`] on a lock got from the dead victim returned,
 /// or why they were not tried or did not return.
 pub type RelockOutcome = Result<[c_long; 3], String>;
 
-/// The calls of a [`RelockOutcome`], in order.
 const RELOCK_STEPS: [&str; 3] = ["unlock", "lock", "unlock"];
 
 /// Releases `lock`, whose `lite_lock` by this thread returned `taken`, then
@@ -1454,10 +1390,8 @@ fn release_and_relock<K: Kernel>(kernel: &K, lock: &LiteLock, taken: c_long) -> 
     }))
 }
 
-/// Starts a thread that takes `lock` and gives `taken` what `lite_lock`
-/// returned and when, then runs [`release_and_relock`], whose outcome
-/// arrives on the returned channel. Only the holding thread can release a
-/// lock, hence all of it on one thread.
+/// Takes `lock` (`taken` gets the result and when), then runs
+/// [`release_and_relock`], on one thread: only the holder can release it.
 fn spawn_taker<K, F>(
     kernel: &Arc<K>,
     lock: LiteLock,
@@ -1477,8 +1411,8 @@ where
     })
 }
 
-/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`], once the lock
-/// `letter` was `taken` (the reason otherwise).
+/// What `relocked` brings within [`RELOCK_TIMEOUT`], if lock `letter`
+/// was `taken`.
 fn await_relocked(
     taken: Result<(), &String>,
     letter: &str,
@@ -1498,11 +1432,9 @@ fn await_relocked(
         .and_then(|outcome| outcome)
 }
 
-/// Starts T2, T3, T4 and (where modules load) T7, which block until the
-/// victim dies, and on
-/// survivor B T6, which waits for lock W; T6's later unlock and lock
-/// arrive on the returned channel. Their buffers belong to their threads,
-/// which may outlive the test.
+/// Starts T2, T3, T4, T7 (where modules load) and on survivor B T6, whose
+/// relocking arrives on the returned channel. The buffers belong to the
+/// threads, which may outlive the test.
 fn start_blocking_calls<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
@@ -1580,9 +1512,7 @@ fn lock_label(letter: &str, lock: Option<LiteLock>) -> String {
     }
 }
 
-/// Reports, for every call this survivor made, whether it returned with
-/// its [`Call::expected_errno`] and how long after T1's last successful
-/// write it returned.
+/// Every call's [`errno_verdict`] and [`stall_verdict`].
 fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_write_ns: u64) {
     let lock_name = ready
         .locks
@@ -1649,9 +1579,7 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
     }
 }
 
-/// Lets T5 run until [`TRAFFIC_AFTER_RETURNS`] after `all_returned_ns`,
-/// so that harm done by the cleanup after the death would show, then
-/// stops it and collects its report.
+/// Lets T5 run until [`TRAFFIC_AFTER_RETURNS`] after `all_returned_ns`.
 fn stop_traffic(
     traffic: Result<Stoppable<TrafficReport>, String>,
     all_returned_ns: u64,
@@ -1781,8 +1709,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     in_step
 }
 
-/// Reports the unlock, and the lock and unlock after it, of `name`, a lock
-/// this survivor got from the dead victim.
+/// The [`RelockOutcome`] of lock `name`.
 fn report_relocked<W: Write>(tap: &mut Tap<W>, name: &str, relocked: &RelockOutcome) {
     // The results of `steps`, and whether each is 0 (the failed step named
     // when there are several).
@@ -1811,9 +1738,8 @@ fn report_relocked<W: Write>(tap: &mut Tap<W>, name: &str, relocked: &RelockOutc
     );
 }
 
-/// Survivor A, once the death is known: takes lock O, which the victim
-/// held and nobody waited for, so that it must come with `EOWNERDEAD`,
-/// then releases it and takes and releases it once more.
+/// Survivor A, once the death is known: lock O, which nobody waited for,
+/// must come with `EOWNERDEAD`; then the [`RELOCK_STEPS`].
 fn take_orphaned_lock<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -1850,9 +1776,8 @@ fn take_orphaned_lock<K: SharedKernel, W: Write>(
     report_relocked(tap, &name, &relocked);
 }
 
-/// Checks that `held_chunks` is back to its base value within
-/// [`CHUNKS_FREED_WITHIN`] of the failure (`failed_ns`, or now if T1 never
-/// saw it).
+/// `held_chunks` back to its base within [`CHUNKS_FREED_WITHIN`] of
+/// `failed_ns` (now if T1 never saw the failure).
 fn check_chunks_freed<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

@@ -2,17 +2,12 @@
 //! test can be run on any host. Defects can be switched on to check that
 //! the cluster test notices them.
 //!
-//! A [`FakeKernel`] is one process on one node. [`FakeKernel::new`] makes a
-//! node on its own, whose barriers never wait (its peers are imagined);
-//! [`FakeKernel::cluster`] makes one kernel per node of a cluster sharing
-//! one memory and name space, meant to be driven from one thread per node:
-//! their barriers really wait for each other, names published by node X are
-//! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
-//! every node. RPC ports and messages are modelled in [`rpc`], locks,
-//! operation statistics and QoS parameters in [`sync`], the users' and
-//! nodes' quotas in [`quotas`], nodes that fail or pause in [`failures`]; dropping a kernel is its process exiting
-//! (what it created is released, its mappings dropped, its ports closed,
-//! its locks released).
+//! A [`FakeKernel`] is one process on one node: alone ([`FakeKernel::new`],
+//! whose barriers never wait), or one per node of a cluster sharing one
+//! memory and name space ([`FakeKernel::cluster`]), driven from one thread
+//! per node. RPC is modelled in [`rpc`], locks, statistics and QoS in
+//! [`sync`], quotas in [`quotas`], nodes that fail or pause in
+//! [`failures`]; dropping a kernel is its process exiting.
 //!
 //! Processes are root's and privileged (`CAP_NET_ADMIN`, `CAP_IPC_LOCK`)
 //! unless made with [`Kernel::process_of_user_and_group`] (or its
@@ -130,15 +125,13 @@ pub struct Defects {
     /// process takes the node out of the cluster.
     pub leave_without_privilege: bool,
     /// Quotas are counted (the quotas file shows them) but never enforced:
-    /// no call fails with `EDQUOT`, neither beyond a user's limit nor
-    /// beyond what a node may hold on another.
+    /// no `EDQUOT`, for a user's limits nor for what a node holds for another.
     pub ignore_quotas: bool,
     /// `lite_register_lmr` ignores the caller's `RLIMIT_MEMLOCK`.
     pub ignore_memlock_limit: bool,
     /// Membership of the node's administrators' group gives no privilege:
-    /// its members get `EPERM` from `lite_join`, `lite_leave` and writes
-    /// to LITE's settings like any other process without `CAP_NET_ADMIN`
-    /// (the group file itself reads and writes as it should).
+    /// `EPERM` from `lite_join`, `lite_leave` and settings writes as without
+    /// `CAP_NET_ADMIN` (the group file itself works as it should).
     pub ignore_admin_group: bool,
     /// The barrier of this round fails with `EHOSTDOWN` on every node, as
     /// when a member departs while it is in progress; every process counts
@@ -161,12 +154,10 @@ pub struct Defects {
     pub pause_is_a_death: bool,
 }
 
-/// Every permission bit the ABI defines.
 const ALL_PERMS: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | PERM_ATOMIC;
 /// What a name can grant.
 const SHAREABLE: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ATOMIC;
 
-/// Where the bytes of an LMR live.
 enum Backing {
     Owned(Vec<u8>),
     /// Registered memory of the creating process.
@@ -181,22 +172,19 @@ struct Lmr {
     /// What the LMR allows (without ADMIN).
     perms: u64,
     creator: u32,
-    /// Chunks held, by node.
+    /// The holder of each chunk.
     chunks: Vec<u32>,
-    /// Mappings of it (`lite_ask_lmr`), by node: a leave moves no chunk to
-    /// these nodes.
+    /// Mappings by node: a leave moves no chunk to these nodes.
     mappers: BTreeMap<u32, u64>,
-    /// Freed or deregistered while mappings remained (`no_revocation`
-    /// keeps the data reachable).
+    /// Freed while mappings remained (`no_revocation` keeps the data).
     released: bool,
-    /// User of the process that created it, whose quota it is charged to.
+    /// Charged to this user's quota.
     uid: u32,
 }
 
 impl Backing {
-    /// What an LMR with these bytes charges its creator's user: its memory
-    /// (`remote_memory`, or `pinned_memory` for registered memory, which
-    /// pins whole pages) and one of `lmrs`.
+    /// What it charges its creator's user: its memory (registered memory
+    /// pins whole pages) and one LMR.
     fn charge(&self) -> Usage {
         let (memory, bytes) = match *self {
             Backing::Owned(ref data) => (Resource::RemoteMemory, data.len() as u64),
@@ -233,35 +221,30 @@ struct Published {
     lmr: u64,
     perms: u64,
     password: u64,
-    /// User of the process that published it, whose quota it is charged to.
+    /// Charged to this user's quota.
     uid: u32,
 }
 
-/// What all nodes share.
 #[derive(Default)]
 struct Cluster {
     next_lmr: u64,
     lmrs: BTreeMap<u64, Lmr>,
-    /// Published names by (node, name).
+    /// By (node, name).
     names: BTreeMap<(u32, u64), Published>,
-    /// Mappings per node (for the statistics).
+    /// Per node, for the statistics.
     mappings: BTreeMap<u32, u64>,
-    /// Barrier: nodes that entered each round.
+    /// Nodes that entered each barrier round.
     rounds: BTreeMap<u64, u32>,
-    /// Nodes that are not members now: they left, or failed (see
-    /// [`FakeKernel::fail_node`]).
+    /// Nodes that left or failed ([`FakeKernel::fail_node`]).
     gone: BTreeSet<u32>,
-    /// Each node's quotas (a node without an entry has the defaults).
+    /// A node without an entry has the defaults.
     quotas: BTreeMap<u32, quotas::NodeQuotas>,
-    /// Each node's administrators' group ([`ADMIN_GROUP_FILE`]); a node
-    /// without an entry has none. Like the kernel's, it outlives leaves.
+    /// [`ADMIN_GROUP_FILE`]; like the kernel's, it outlives leaves.
     admin_groups: BTreeMap<u32, u32>,
-    /// Nodes that failed, paused, and who watches the membership.
     failures: failures::Failures,
 }
 
 impl Cluster {
-    /// Counts a mapping of LMR `lmr` made on `node`.
     fn map(&mut self, node: u32, lmr: u64) {
         *self.mappings.entry(node).or_default() += 1;
         if let Some(lmr) = self.lmrs.get_mut(&lmr) {
@@ -269,7 +252,6 @@ impl Cluster {
         }
     }
 
-    /// Counts a mapping of LMR `lmr` on `node` out again.
     fn unmap(&mut self, node: u32, lmr: u64) {
         *self.mappings.entry(node).or_default() -= 1;
         if let Some(lmr) = self.lmrs.get_mut(&lmr) {
@@ -326,8 +308,7 @@ struct Process {
 
 struct Shared {
     cluster: Mutex<Cluster>,
-    /// Signals a change of the cluster: a barrier entered, a node failed
-    /// or resumed, the cluster's size read.
+    /// A barrier entered, a node failed or resumed, the size read.
     changed: Condvar,
     rpc: rpc::Rpc,
     sync: sync::Sync,
@@ -342,17 +323,13 @@ pub struct FakeKernel {
     connected: bool,
     shared: Arc<Shared>,
     process: Mutex<Process>,
-    /// Tells processes apart in the RPC model.
     process_id: u64,
-    /// Whether the process has `CAP_NET_ADMIN`, which joining, leaving
-    /// and writing debugfs need, and `CAP_IPC_LOCK`, which lifts
-    /// `RLIMIT_MEMLOCK`.
+    /// `CAP_NET_ADMIN` (joins, leaves, debugfs writes) and `CAP_IPC_LOCK`
+    /// (no `RLIMIT_MEMLOCK`).
     privileged: bool,
-    /// The process's (real) user, whose quotas it is charged to.
+    /// Real uid, whose quotas it is charged to.
     uid: u32,
-    /// The process's group (real, effective and file system gid; it has
-    /// no supplementary group), which may be its node's administrators'
-    /// group.
+    /// Real, effective and file system gid (no supplementary group).
     gid: u32,
 }
 
@@ -364,7 +341,6 @@ fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
     refuse_if(size > 0 && address < FIRST_MAPPED_ADDRESS, libc::EFAULT)
 }
 
-/// How long a barrier waits for the other nodes before giving up.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn err(errno: i32) -> c_long {
@@ -380,8 +356,7 @@ fn refuse_if(failed: bool, errno: i32) -> Result<(), c_long> {
     }
 }
 
-/// The caller's buffer of a transfer: where a write takes its bytes
-/// from, or where a read puts them.
+/// A write's source or a read's destination.
 #[derive(Clone, Copy)]
 enum Buffer {
     Source(*const c_void),
@@ -400,26 +375,22 @@ impl From<*mut c_void> for Buffer {
     }
 }
 
-/// The arguments of a transfer call: handle, buffer, size, offset,
-/// priority and password.
+/// Handle, buffer, size, offset, priority and password.
 type Transfer<B> = (u64, B, u64, u64, u32, u64);
 
-/// The arguments of an RPC call with a reply: node, port and priority,
-/// message and its size, reply buffer and its size.
+/// Node, port and priority, message and size, reply buffer and size.
 type RpcCall = (u32, u32, *const c_void, u64, *mut c_void, u64);
 
-/// What a data operation needs.
 #[derive(Clone, Copy)]
 struct Access {
     perm: u64,
-    /// Password to check, if the call takes one.
+    /// If the call takes one.
     password: Option<u64>,
-    /// Accept handles the `keep_freed_handles` defect kept.
+    /// Handles the `keep_freed_handles` defect kept.
     allow_freed: bool,
 }
 
 impl Access {
-    /// An access needing `perm`, without password, to live handles only.
     fn to(perm: u64) -> Self {
         Access {
             perm,
@@ -533,17 +504,15 @@ impl FakeKernel {
     }
 
     /// Whether this process may join, leave and change LITE's settings
-    /// (`EPERM` before any other check otherwise): it has `CAP_NET_ADMIN`,
-    /// or its group is its node's administrators' group
-    /// ([`ADMIN_GROUP_FILE`], which only a privileged process sets; not
-    /// under the `ignore_admin_group` defect).
+    /// (`EPERM` before any other check otherwise): with `CAP_NET_ADMIN`, or
+    /// as a member of its node's administrators' group, which only a
+    /// privileged process sets.
     fn may_administer(&self) -> bool {
         self.privileged
             || (!self.defects.ignore_admin_group
                 && self.cluster_state().admin_groups.get(&self.id) == Some(&self.gid))
     }
 
-    /// Makes `call` to the RPC model as this process, or returns
     /// `-ENOTCONN` before join.
     fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> Result<c_long, c_long>) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
@@ -560,7 +529,6 @@ impl FakeKernel {
         }
     }
 
-    /// The limits of this process's user on its node.
     fn own_limits(&self, cluster: &Cluster) -> Limits {
         match cluster.quotas.get(&self.id) {
             Some(node) => node.limits_of(self.uid),
@@ -568,8 +536,7 @@ impl FakeKernel {
         }
     }
 
-    /// Whether this process's user may take `charge` more on its node:
-    /// `EDQUOT` otherwise (unless the `ignore_quotas` defect).
+    /// `EDQUOT` beyond the user's limits on its node.
     fn check_quota(&self, cluster: &Cluster, charge: Usage) -> Result<(), c_long> {
         if self.defects.ignore_quotas {
             return Ok(());
@@ -580,8 +547,7 @@ impl FakeKernel {
         refuse_if(!allowed, libc::EDQUOT)
     }
 
-    /// The process's and the cluster's state, locked in that order (the
-    /// order every call takes them in).
+    /// In the order every call takes them in.
     fn locked(&self) -> (MutexGuard<'_, Process>, MutexGuard<'_, Cluster>) {
         (lock(&self.process), self.cluster_state())
     }
@@ -590,8 +556,8 @@ impl FakeKernel {
         lock(&self.shared.cluster)
     }
 
-    /// Finds the handle and its LMR and checks that the operation may use
-    /// them, in the order: handle, revocation, password, permission, range.
+    /// The handle's LMR, checked in the kernel's order: handle, revocation,
+    /// password, permission, range.
     fn check_access(
         &self,
         process: &Process,
@@ -619,7 +585,6 @@ impl FakeKernel {
         (position - shift) as usize
     }
 
-    /// Copies `size` bytes at `offset` of an LMR out, chunk by chunk.
     fn read_bytes(&self, lmr: &mut Lmr, offset: u64, size: u64) -> Vec<u8> {
         let mut out = vec![0u8; size as usize];
         let data = lmr.bytes_mut();
@@ -631,7 +596,6 @@ impl FakeKernel {
         out
     }
 
-    /// Copies `source` into an LMR at `offset`, chunk by chunk.
     fn write_bytes(&self, lmr: &mut Lmr, offset: u64, source: &[u8]) {
         let data = lmr.bytes_mut();
         for (start, len) in chunk_segments(offset, source.len() as u64) {
@@ -641,8 +605,7 @@ impl FakeKernel {
         }
     }
 
-    /// An LMR this process creates with `perms` (and ADMIN through its
-    /// handle) from `backing`, its chunks on `chunks`; its id and handle.
+    /// Its id and handle, which adds ADMIN to `perms`.
     fn create_lmr(
         &self,
         process: &mut Process,
@@ -668,9 +631,8 @@ impl FakeKernel {
         (id, handle)
     }
 
-    /// The entry of `handle` unless it is unknown or freed (`-EBADF`; a
-    /// freed one the `keep_freed_handles` defect kept is taken if
-    /// `allow_freed`).
+    /// `-EBADF` for an unknown or freed handle (but one the
+    /// `keep_freed_handles` defect kept if `allow_freed`).
     fn live_handle(process: &Process, handle: u64, allow_freed: bool) -> Result<Handle, c_long> {
         match process.handles.get(&handle) {
             Some(entry) if !entry.freed || allow_freed => Ok(*entry),
@@ -695,7 +657,6 @@ impl FakeKernel {
         cluster.unmap(self.id, lmr);
     }
 
-    /// Publishes `lmr` as this node's `name`.
     fn publish(&self, cluster: &mut Cluster, name: u64, lmr: u64, perms: u64, password: u64) {
         let published = Published {
             lmr,
@@ -706,7 +667,6 @@ impl FakeKernel {
         cluster.names.insert((self.id, name), published);
     }
 
-    /// A new live handle of the process to `lmr`; its number.
     fn new_handle(
         process: &mut Process,
         lmr: u64,
@@ -749,8 +709,6 @@ impl FakeKernel {
             .collect()
     }
 
-    /// Whether `node` is a member of the cluster (an id in range that did
-    /// not leave or fail).
     fn is_member(cluster: &Cluster, node: u32, nodes: u32) -> bool {
         (1..=nodes).contains(&node) && !cluster.gone.contains(&node)
     }
@@ -838,7 +796,6 @@ impl FakeKernel {
         }
     }
 
-    /// `-ENOTCONN` before join.
     fn check_joined(&self) -> Result<(), c_long> {
         refuse_if(!self.joined(), libc::ENOTCONN)
     }
@@ -848,9 +805,8 @@ impl FakeKernel {
         refuse_if(priority > PRIORITY_LOW, libc::EINVAL)
     }
 
-    /// A synchronous or asynchronous transfer between `handle`'s LMR at
-    /// `offset` and the caller's buffer, after the kernel's checks in its
-    /// order; the bytes read (none for a write).
+    /// After the kernel's checks in its order; the bytes read (none for a
+    /// write).
     fn do_transfer(
         &self,
         (handle, buf, size, offset, priority, password): Transfer<Buffer>,
@@ -1086,7 +1042,6 @@ impl FakeKernel {
         }
     }
 
-    /// The priority an operation given `priority` runs with, if valid.
     fn effective_priority(&self, priority: u32) -> Option<Priority> {
         let priority = if priority == PRIORITY_NONE {
             lock(&self.process).priority
@@ -1096,9 +1051,8 @@ impl FakeKernel {
         Priority::from_raw(priority)
     }
 
-    /// Runs `call`, an operation of type `op` moving `bytes` at
-    /// `priority`, and counts it in the node's statistics (calls before
-    /// join or with an invalid priority are not counted).
+    /// Counts `call` in the node's statistics, unless made before join or
+    /// with an invalid priority.
     fn counted(
         &self,
         op: Operation,
@@ -1109,8 +1063,7 @@ impl FakeKernel {
         self.counted_as(op, self.effective_priority(priority), bytes, call)
     }
 
-    /// Like [`FakeKernel::counted`] at a resolved priority; `None` counts
-    /// nothing.
+    /// At a resolved priority; `None` counts nothing.
     fn counted_as(
         &self,
         op: Operation,
@@ -1128,8 +1081,7 @@ impl FakeKernel {
         ret
     }
 
-    /// An atomic operation on the 8-byte LMR behind `handle`: `update`
-    /// gives the new value from the old one, which goes to `*old`.
+    /// `update` gives the new value from the old one, which goes to `*old`.
     fn atomic(
         &self,
         handle: u64,
@@ -1172,13 +1124,11 @@ impl FakeKernel {
         Ok((home, number))
     }
 
-    /// Checks a lock's home node: a valid id of a member.
     fn check_home(&self, home: u32) -> Result<(), c_long> {
         refuse_if(home == 0 || home >= MAX_NODES, libc::EINVAL)?;
         refuse_if(home > self.nodes, libc::EHOSTUNREACH)
     }
 
-    /// Stores `value` into the user's `*lock`.
     fn store_lock(lock: *mut LiteLock, value: LiteLock) -> Result<(), c_long> {
         check_pointer(lock as usize, 1)?;
         // SAFETY: the caller guarantees a writable LiteLock at `lock`.
@@ -1222,7 +1172,6 @@ impl FakeKernel {
         quotas::file_text(&cluster, self.id, self.nodes, &ports, member)
     }
 
-    /// A line written to this node's quotas file.
     fn write_quotas(&self, text: &str) -> Result<(), i32> {
         let command = parse_command(text).map_err(|_| libc::EINVAL)?;
         self.cluster_state()
@@ -1238,10 +1187,9 @@ impl FakeKernel {
         format!("{}\n", gid.unwrap_or(NO_ADMIN_GROUP))
     }
 
-    /// A number written to this node's administrators' group file, checked
-    /// in the kernel's order: `EINVAL` for anything but a decimal number
-    /// (and a newline), then `EPERM` without `CAP_NET_ADMIN` (the group's
-    /// members may not hand it on), then `EINVAL` above [`NO_ADMIN_GROUP`].
+    /// In the kernel's order: `EINVAL` for anything but a decimal number
+    /// (and a newline), `EPERM` without `CAP_NET_ADMIN` (the group's members
+    /// may not hand it on), `EINVAL` above [`NO_ADMIN_GROUP`].
     fn write_admin_group(&self, text: &str) -> Result<(), i32> {
         let number = text.strip_suffix('\n').unwrap_or(text);
         let value: u64 = number.parse().map_err(|_| libc::EINVAL)?;
@@ -1258,16 +1206,14 @@ impl FakeKernel {
         Ok(())
     }
 
-    /// What the kernel does with an exiting process's handles: the LMRs
-    /// it created are released (their names go, their mappings are
-    /// revoked), its mappings dropped, its operations completed.
+    /// What an exiting process's handles become.
     fn release_everything(&self) {
         let (mut process, mut cluster) = self.locked();
         self.release_handles(&mut process, &mut cluster);
     }
 
-    /// Releases every LMR the process created and did not free, drops its
-    /// mappings and forgets its handles and operations.
+    /// Releases the LMRs the process created and did not free (their names
+    /// go, their mappings are revoked), drops its mappings and operations.
     fn release_handles(&self, process: &mut Process, cluster: &mut Cluster) {
         let handles: Vec<(u64, Handle)> = process
             .handles
@@ -1285,7 +1231,6 @@ impl FakeKernel {
         process.ops.clear();
     }
 
-    /// `lite_remote_memset`, uncounted.
     fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> Result<(), c_long> {
         self.check_joined()?;
         let byte = u8::try_from(byte).map_err(|_| err(libc::EINVAL))?;
@@ -1298,7 +1243,7 @@ impl FakeKernel {
     }
 }
 
-/// Splits `offset..offset + size` at chunk boundaries into (start, length).
+/// (start, length) pieces that cross no chunk boundary.
 fn chunk_segments(offset: u64, size: u64) -> impl Iterator<Item = (u64, usize)> {
     let end = offset + size;
     let mut start = offset;

@@ -10,16 +10,13 @@ use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
 use crate::kernel_message_module;
 
-/// LITE's system calls, one line each, in groups that kernels make alike,
-/// for [`Kernel`]'s declarations and for kernels that make a group one
-/// way: `kernel_calls!(MODE: GROUP)`, where GROUP is `all` or one of
-/// `transfers`, `calls_with_reply`, `rpc` and `rest`, and MODE is
-/// `declare` (the trait's declarations) or `sys` (the real system calls);
-/// `via METHOD` makes the unsafe calls `self.METHOD(name, (arguments))`;
-/// `(PATH) with HOOK` makes the calls
-/// `self.HOOK(|context| self.PATH.call(context, arguments))`, for a model
-/// whose part at PATH needs what HOOK knows of the caller. One table, so
-/// that no kernel repeats the signatures.
+/// LITE's system calls, one line each, so that no kernel repeats the
+/// signatures, in groups that kernels make alike: `kernel_calls!(MODE:
+/// GROUP)`, GROUP `all`, `transfers`, `calls_with_reply`, `rpc` or `rest`,
+/// MODE `declare` (the trait's), `sys` (the real system calls), `via
+/// METHOD` (`self.METHOD(name, (arguments))`) or `(PATH) with HOOK`
+/// (`self.HOOK(|context| self.PATH.call(context, arguments))`, for a
+/// model's part that needs what HOOK knows of the caller).
 macro_rules! kernel_calls {
     ($mode:tt: all) => {
         $crate::kernel::kernel_calls!($mode: transfers);
@@ -128,23 +125,28 @@ pub(crate) use kernel_calls;
 /// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
 pub const NOBODY: u32 = 65534;
 
-/// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
-/// method returns the raw result (>= 0 or a negative errno).
+/// The raw LITE system calls ([`lite::sys`] states their contracts), each
+/// returning the raw result (>= 0 or a negative errno). The methods after
+/// them return `None`, false or `-ENOSYS` where a kernel lacks what they
+/// need: an in-memory model has no debugfs, modules, devices, keyrings or
+/// mappings.
 ///
 /// Shared between threads: the RPC cases call it from several at once.
 pub trait Kernel: Sync {
     kernel_calls!(declare: all);
-    /// Whether the program may start copies of itself as further processes
-    /// using the same kernel (true only for the real system calls; an
-    /// in-memory model lives and dies with one process).
-    fn spawns_processes(&self) -> bool {
+    /// Whether these are the real system calls, whose capabilities an
+    /// in-memory model lacks: the four `bool` methods below follow it.
+    fn is_real(&self) -> bool {
         false
     }
-    /// Another process on this node, a member like this one, but without
-    /// `CAP_NET_ADMIN`, the privilege joining and leaving need (it runs as
-    /// `nobody`); `None` if this kernel cannot make one within this process
-    /// (the real kernel: the caller starts a copy of the program under
-    /// another user then).
+    /// Whether copies of the program started as processes share this kernel
+    /// (an in-memory model lives and dies with one process).
+    fn spawns_processes(&self) -> bool {
+        self.is_real()
+    }
+    /// Another process on this node, a member, running as `nobody` without
+    /// `CAP_NET_ADMIN`; `None` if this kernel cannot make one within this
+    /// process (the real kernel: the caller starts a copy under that user).
     fn unprivileged_process(&self) -> Option<Self>
     where
         Self: Sized,
@@ -160,10 +162,9 @@ pub trait Kernel: Sync {
     {
         self.process_of_user_and_group(uid, uid)
     }
-    /// Like [`Kernel::process_of_user`], but of group `gid` (its real,
-    /// effective and file system gid, with no supplementary group), which
-    /// may be the node's administrators' group
-    /// ([`debugfs::ADMIN_GROUP_FILE`]).
+    /// Like [`Kernel::process_of_user`], but of group `gid` (real, effective
+    /// and file system gid, no supplementary group), which may be the
+    /// node's administrators' group ([`debugfs::ADMIN_GROUP_FILE`]).
     fn process_of_user_and_group(&self, _uid: u32, _gid: u32) -> Option<Self>
     where
         Self: Sized,
@@ -178,38 +179,31 @@ pub trait Kernel: Sync {
     fn set_memlock_limit(&self, _bytes: Option<u64>) -> Option<std::io::Result<u64>> {
         None
     }
-    /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
-    /// or `None` if this kernel cannot (an in-memory model).
+    /// The KTAP results of KUnit suite `suite`, run now.
     fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {
         None
     }
-    /// Reads file `name` of LITE's debugfs directory (see [`debugfs`]),
-    /// or `None` if this kernel has none.
+    /// File `name` of LITE's debugfs directory ([`debugfs`]).
     fn read_debugfs(&self, _name: &str) -> Option<std::io::Result<String>> {
         None
     }
-    /// Whether the node has an RDMA device whose own checks of remote
-    /// access can be probed (false for an in-memory model).
+    /// Whether an RDMA device's own checks of remote access can be probed.
     fn has_rdma_device(&self) -> bool {
-        false
+        self.is_real()
     }
-    /// Whether `lite_join` proves the cluster's secret, found in the
-    /// calling process's kernel keyrings, to the manager (false for an
-    /// in-memory model, which has no keyrings).
+    /// Whether `lite_join` proves the cluster's secret from the caller's
+    /// keyrings to the manager.
     fn checks_cluster_secret(&self) -> bool {
-        false
+        self.is_real()
     }
-    /// Writes `text` to file `name` of LITE's debugfs directory, or `None`
-    /// if this kernel has none.
+    /// Writes `text` to file `name` of LITE's debugfs directory.
     fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
         None
     }
-    /// Whether writing a node id to debugfs file
-    /// [`debugfs::RPC_FAULT_FILE`] makes this node's next RPC request to
-    /// that node carry a corrupt header (true only for the real kernel:
-    /// an in-memory model has no rings to corrupt).
+    /// Whether a node id written to [`debugfs::RPC_FAULT_FILE`] makes the
+    /// next RPC request to that node carry a corrupt header.
     fn injects_rpc_faults(&self) -> bool {
-        false
+        self.is_real()
     }
     /// Unloads LITE's module, which takes the node out of its cluster as
     /// `lite_leave` does, checks that LITE's system calls return `ENOSYS`
@@ -219,18 +213,16 @@ pub trait Kernel: Sync {
     fn reload_module(&self) -> Option<Result<(), String>> {
         None
     }
-    /// Changes the guest's second Soft-RoCE device (see [`SecondDevice`]);
-    /// `None` where there is none to change (an in-memory model).
+    /// Changes the guest's second Soft-RoCE device ([`SecondDevice`]).
     fn second_device(&self, _step: SecondDevice) -> Option<Result<(), String>> {
         None
     }
-    /// Loads the kernel message module ([`kernel_message_module`]) with
-    /// its handler answering at once or, with `hold`, never; `None` if this
-    /// kernel cannot load modules (an in-memory model).
+    /// Loads [`kernel_message_module`], whose handler answers at once or,
+    /// with `hold`, never.
     fn load_kernel_message_module(&self, _hold: bool) -> Option<Result<(), String>> {
         None
     }
-    /// Unloads the kernel message module; `None` as above.
+    /// Unloads the kernel message module.
     fn unload_kernel_message_module(&self) -> Option<Result<(), String>> {
         None
     }
@@ -240,8 +232,7 @@ pub trait Kernel: Sync {
     fn kernel_message_call(&self, _node: u32, _size: u64) -> c_long {
         -c_long::from(libc::ENOSYS)
     }
-    /// `lite_dsm_open`; `None` where memory cannot be mapped from the
-    /// kernel (the in-memory model).
+    /// `lite_dsm_open`.
     fn dsm_open(
         &self,
         _node: u32,
@@ -262,7 +253,6 @@ const MODULE_STATE_FILE: &str = "/sys/module/lite/initstate";
 const SETTINGS_KEPT_ACROSS_RELOAD: [&str; 2] =
     [debugfs::MANAGER_TIMEOUT_FILE, debugfs::HEARTBEAT_FILE];
 
-/// [`Kernel::reload_module`] of the real kernel.
 fn reload_lite_module(kernel: &Syscalls) -> Result<(), String> {
     let mut settings = Vec::new();
     for name in SETTINGS_KEPT_ACROSS_RELOAD {
@@ -294,7 +284,7 @@ pub struct Syscalls;
 impl Kernel for Syscalls {
     kernel_calls!(sys: all);
 
-    fn spawns_processes(&self) -> bool {
+    fn is_real(&self) -> bool {
         true
     }
 
@@ -316,10 +306,6 @@ impl Kernel for Syscalls {
 
     fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
         Some(debugfs::write_file(name, text))
-    }
-
-    fn injects_rpc_faults(&self) -> bool {
-        true
     }
 
     fn reload_module(&self) -> Option<Result<(), String>> {
@@ -350,18 +336,8 @@ impl Kernel for Syscalls {
             Err(e) => -c_long::from(e.raw_os_error().unwrap_or(libc::EIO)),
         }
     }
-
-    fn has_rdma_device(&self) -> bool {
-        true
-    }
-
-    fn checks_cluster_secret(&self) -> bool {
-        true
-    }
 }
 
-/// Sets this process's soft `RLIMIT_MEMLOCK` to `bytes`, or to the hard
-/// limit for `None`; the soft limit then in force.
 fn set_memlock_soft_limit(bytes: Option<u64>) -> std::io::Result<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

@@ -1,22 +1,10 @@
-//! The network partition test run by `lite-partition-test`.
-//!
-//! One node of the cluster, the cut node, is cut off from the network for
-//! a while: the harness takes its link down once the node says it is
-//! ready ([`READY_MARKER`]) and every survivor says it is past the last
-//! barrier before the cut ([`SURVIVOR_READY_MARKER`]), and brings it back
-//! ten seconds later. The
-//! manager expels the silent node, the others fence it, and the cut node,
-//! hearing nothing from the manager, fences every peer itself. Once the
-//! link is back it joins again on its own, with its old id, as a new
-//! incarnation; everything its processes held belonged to the old
-//! membership.
-//!
-//! Before any of that, when the harness asks for it
-//! ([`PartitionConfig::pause_traffic`]), comes the pause phase ([`pauses`]):
-//! every node runs checked traffic with every other while the harness
-//! pauses one survivor's VM again and again, each time for a little less
-//! than the manager's dead-after; nobody may fail a call or count a node
-//! out.
+//! The network partition test run by `lite-partition-test`, as the
+//! README's partition test describes it: the harness cuts the cut node off
+//! once it says it is ready ([`READY_MARKER`]) and every survivor is past
+//! the last barrier before the cut ([`SURVIVOR_READY_MARKER`]); the cut
+//! node must fence itself and join again on its own, with its old id, as a
+//! new incarnation. The pause phase ([`pauses`]) comes first when the
+//! harness asks for it ([`PartitionConfig::pause_traffic`]).
 //!
 //! Both roles go through the same barriers (with all `nodes`):
 //!
@@ -31,17 +19,11 @@
 //!    time, until the end.
 //!
 //! After barrier 3 the cut node prints its marker and watches its own
-//! membership: it has to see itself cut off (`fenced 1` in debugfs), its
-//! writes fail with `EHOSTDOWN`, and then itself a member again with its
-//! old id and a larger incarnation, its old mapping gone and the cluster
-//! whole. The survivors wait for the cluster to shrink; then the holder
-//! writes a canary pattern P3 over Y and re-reads Y every
+//! membership. The survivors wait for the cluster to shrink; then the
+//! holder writes a canary pattern P3 over Y and re-reads it every
 //! [`Pacing::canary_every`] until the end: no write of the cut node may
-//! land once it is expelled, neither while its link is down nor after it
-//! came back and joined again. The survivors then wait for the cluster to
-//! be whole again and check that they see the cut node alive as a newer
-//! incarnation. A last barrier of all nodes ends the test: the rejoined
-//! node's first barrier takes the round the others are at.
+//! land once it is expelled. A last barrier of all nodes ends the test:
+//! the rejoined node's first barrier takes the round the others are at.
 //!
 //! Every node reports TAP; every wait is bounded, and what does not
 //! happen in time is a failed test point.
@@ -94,42 +76,36 @@ pub const SURVIVOR_READY_MARKER: &str = "LITE-PARTITION-SURVIVOR ready";
 /// The RPC port the cut node registers, by which the survivors find it.
 pub const CUT_PORT: u32 = 8;
 
-/// Largest message the cut node's port accepts (nobody sends any).
+/// Nobody sends any.
 const CUT_PORT_MAX_SIZE: u64 = 4096;
 
 const LMR_SIZE: u64 = 1 << 20;
 
-/// Name under which the holder publishes LMR Y ("PARTITIO").
+/// "PARTITIO".
 const LMR_NAME: u64 = 0x5041_5254_4954_494f;
 
-/// Password of LMR Y and of its name ("cut-off").
+/// Of LMR Y and its name ("cut-off").
 const LMR_PASSWORD: u64 = 0x0063_7574_2d6f_6666;
 
 /// Writes of [`WRITE_SIZE`] that cover LMR Y once.
 const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
 
-/// How long the writer may take to cover LMR Y once.
 const FIRST_PASS_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long after the last barrier (survivors) or the marker (the cut
-/// node) the cut must show: the harness acts on the marker within a
-/// fraction of a second, and both sides notice the silence after 3 s.
+/// From the last barrier (survivors) or the marker (the cut node): the
+/// harness acts on the marker at once, and both sides notice the silence
+/// after 3 s.
 const CUT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long after the cut showed the cut node must be back: the link is
-/// down for 10 s, and the node tries to join again every second once the
-/// manager has expelled it.
+/// From the cut: the link is down for 10 s, and the node tries to join
+/// again every second once expelled.
 const REJOIN_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// How long after the cluster is whole again a survivor's membership file
-/// may take to show the new incarnation.
 const PEER_BACK_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long after joining again the cut node may take to count every node.
 const TOTAL_BACK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Bound of the last barrier: the cut node may first spend every bound
-/// above on checks that fail.
+/// The cut node may first spend every bound above on checks that fail.
 const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 
 named_enum! {
@@ -146,13 +122,12 @@ named_enum! {
 /// How often things are looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pacing {
-    /// How often the cluster's size, the membership file and the writer's
-    /// progress are read while waiting for them.
+    /// Of the size, the membership file and the writer's progress.
     pub poll: Duration,
     /// How often the holder re-reads LMR Y after writing the canary.
     pub canary_every: Duration,
-    /// How often the cut node repeats its marker until it is cut off, in
-    /// case a kernel message cut into an earlier one on the console.
+    /// Of the cut node's marker, in case a kernel message cut into an
+    /// earlier one on the console.
     pub marker_every: Duration,
 }
 
@@ -174,8 +149,8 @@ pub struct PartitionConfig {
     pub nodes: u32,
     /// How often things are looked at.
     pub pacing: Pacing,
-    /// How long every node's traffic of the pause phase runs, by its own
-    /// clock, once every node allocated its LMRs; zero leaves the phase out.
+    /// Of the pause phase's traffic, by each node's clock; zero leaves the
+    /// phase out.
     pub pause_traffic: Duration,
 }
 
@@ -184,8 +159,7 @@ fn cut_pattern(cut: u32, holder: u32) -> u64 {
     pattern::seed(&[u64::from(cut), u64::from(holder), LMR_SIZE, 2])
 }
 
-/// Seed of P3, the canary the holder writes over LMR Y once the cut node
-/// is expelled.
+/// Seed of P3, the canary over LMR Y once the cut node is expelled.
 fn canary_pattern(cut: u32, holder: u32) -> u64 {
     pattern::seed(&[u64::from(holder), u64::from(cut), LMR_SIZE, 3])
 }
@@ -198,7 +172,6 @@ fn read_membership<K: Kernel>(kernel: &K) -> Result<MembershipFile, String> {
     }
 }
 
-/// The membership file in a few words, for diagnostics.
 fn describe_membership(file: &Result<MembershipFile, String>) -> String {
     match file {
         Ok(MembershipFile::NotJoined) => "joined 0".to_string(),
@@ -230,8 +203,7 @@ fn final_barrier<K: SharedKernel, W: Write>(
 // ---------------------------------------------------------------------
 // The survivors
 
-/// The holder's part before the cut: allocates LMR Y on itself and
-/// publishes it by name for the cut node to write to.
+/// The holder's part before the cut.
 fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<Target> {
     let lmr = tap.check_value(
         &format!(
@@ -248,8 +220,7 @@ fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Op
     .then_some(lmr)
 }
 
-/// Peer `cut`'s state and incarnation in a membership file, or what the
-/// file showed instead.
+/// Peer `cut`'s state and incarnation, or what the file showed instead.
 fn peer_line(file: &Result<MembershipFile, String>, cut: u32) -> Result<(PeerState, u32), String> {
     match file {
         Ok(MembershipFile::Member(view)) => view
@@ -260,8 +231,7 @@ fn peer_line(file: &Result<MembershipFile, String>, cut: u32) -> Result<(PeerSta
     }
 }
 
-/// Checks that this survivor sees the cut node alive before the cut; its
-/// incarnation then.
+/// The cut node's incarnation, alive before the cut.
 fn cut_peer_before<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cut: u32) -> Option<u32> {
     let line = peer_line(&read_membership(kernel), cut);
     let shown = line
@@ -283,8 +253,8 @@ fn cut_peer_before<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cut: u32) 
     )
 }
 
-/// Checks that LMR Y holds P2 everywhere: the cut node's writes land while
-/// it is connected, so the canary later tells something.
+/// P2 everywhere in LMR Y: the cut node's writes land while it is
+/// connected, so the canary later tells something.
 fn check_writes_landed<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -319,7 +289,7 @@ pub struct CanaryReport {
 }
 
 impl CanaryReport {
-    /// Notes one read of the whole LMR: its result and the data read.
+    /// One read of the whole LMR.
     pub fn record(&mut self, ret: c_long, seed: u64, data: &[u8]) {
         if ret != 0 {
             self.failed_reads += 1;
@@ -336,8 +306,7 @@ impl CanaryReport {
         }
     }
 
-    /// Whether the canary stayed whole in every read, and at least one
-    /// read succeeded.
+    /// The canary whole in every read, and at least one read succeeded.
     pub fn verdict(&self) -> Result<(), String> {
         let mut problems = Vec::new();
         if let Some(difference) = &self.first_difference {
@@ -361,16 +330,14 @@ fn read_canary<K: Kernel>(kernel: &K, lmr: Target, seed: u64, report: &mut Canar
     report.record(ret, seed, &data);
 }
 
-/// The holder's canary: written once the cut node is expelled, read back
-/// by a thread until told to stop.
+/// Written once the cut node is expelled, read back until told to stop.
 struct Canary {
     lmr: Target,
     seed: u64,
     reader: Stoppable<CanaryReport>,
 }
 
-/// Writes P3 over all of LMR Y (a test point) and starts the thread that
-/// re-reads it every `every`.
+/// Writes P3 over LMR Y (a test point) and re-reads it every `every`.
 fn start_canary<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -433,7 +400,6 @@ fn finish_canary<K: Kernel, W: Write>(
     tap.check(&description(Some(&report)), report.verdict());
 }
 
-/// A wait for the cluster's size to reach a value.
 struct TotalWait<'a> {
     target: u32,
     /// What reaching it shows, for the description ("node 3 is expelled").
@@ -444,8 +410,7 @@ struct TotalWait<'a> {
     timeout: Duration,
 }
 
-/// Reads `lite_get_total_node` every `every` until it returns what `wait`
-/// waits for, as a test point; when it did.
+/// A test point; when the size came.
 fn total_point<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -479,8 +444,7 @@ fn total_point<K: Kernel, W: Write>(
     .then_some(polled.at_ns)
 }
 
-/// Waits until the membership file shows the cut node alive as an
-/// incarnation after `before`, as a test point.
+/// A test point: the cut node alive as an incarnation after `before`.
 fn cut_peer_back<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -521,9 +485,8 @@ fn cut_peer_back<K: Kernel, W: Write>(
     );
 }
 
-/// What every node does first: joins, does `joined` (given this node's
-/// id), meets the others in a barrier and runs the pause phase, if any;
-/// this node's id and what `joined` returned, or `None` if the run ends.
+/// Joins, does `joined`, meets the others in a barrier and runs the pause
+/// phase, if any; `None` if the run ends.
 fn start<K: SharedKernel, W: Write, T>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -627,8 +590,7 @@ pub struct WriterReport {
     pub later_writes: u64,
     /// Of which returned 0.
     pub later_successes: u64,
-    /// The results of the writes after the first failure, each once, in
-    /// the order they first came.
+    /// Each once, in the order they first came.
     pub later_results: Vec<c_long>,
 }
 
@@ -701,8 +663,7 @@ struct WriterProgress {
     failed: AtomicBool,
 }
 
-/// The writer's loop: writes P2 into LMR Y through `handle`, 4 KiB at a
-/// time round the whole LMR, until told to stop.
+/// Writes P2 into LMR Y through `handle` until told to stop.
 fn write_until_stopped<K: Kernel>(
     kernel: &K,
     (handle, seed): (u64, u64),
@@ -733,7 +694,6 @@ struct Writer {
     thread: Stoppable<WriterReport>,
 }
 
-/// Starts the writer on the mapping `handle` of LMR Y.
 fn start_writer<K: SharedKernel>(
     kernel: &Arc<K>,
     handle: u64,
@@ -865,16 +825,14 @@ pub fn shows_member_again(file: &MembershipFile, me: u32, before: u32) -> bool {
         if *node == me && *incarnation > before)
 }
 
-/// What a wait since `from_ns` saw and when, for a description.
 fn seen_after(seen: &Option<(String, u64)>, from_ns: u64) -> String {
     seen.as_ref().map_or("not seen".to_string(), |(what, at)| {
         format!("{what} after {} ms", elapsed_ms(from_ns, *at))
     })
 }
 
-/// Prints the marker, then watches the membership file until this node
-/// sees itself cut off, repeating the marker meanwhile; a test point, and
-/// when the cut showed.
+/// Prints the marker (again every [`Pacing::marker_every`]) until this
+/// node sees itself cut off; a test point, and when the cut showed.
 fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) -> Option<u64> {
     let marked = monotonic_ns();
     tap.comment(READY_MARKER);
@@ -902,8 +860,8 @@ fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) 
     )
 }
 
-/// Waits until this node is a member again on its own: its old id, not
-/// fenced, a later incarnation than `before`; a test point.
+/// A test point: a member again on its own, its old id, not fenced, a
+/// later incarnation than `before`.
 fn await_member_again<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -950,8 +908,7 @@ fn await_member_again<K: Kernel, W: Write>(
     );
 }
 
-/// Checks that the mapping of LMR Y from before the cut is gone with the
-/// old membership.
+/// The mapping from before the cut went with the old membership.
 fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping: Option<u64>) {
     let Some(handle) = mapping else {
         tap.not_ok(
@@ -972,7 +929,6 @@ fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping:
     );
 }
 
-/// Registers RPC port [`CUT_PORT`], by which the survivors find this node.
 fn register_cut_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>) {
     let ret = register(kernel, CUT_PORT, CUT_PORT_MAX_SIZE, "partition-cut");
     tap.check(

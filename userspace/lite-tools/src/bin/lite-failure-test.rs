@@ -1,12 +1,7 @@
-//! `lite-failure-test`: the LITE node failure test.
-//!
-//! Every node of the cluster runs it at the same time, one of them as the
-//! victim (see [`lite_tools::failure_test`] for what it checks). A
-//! survivor prints TAP version 13 followed by one line `P passed, F failed`
-//! and exits 0 exactly when F is 0; it leaves the node a member of the
-//! cluster, so that other programs can go on using it. The victim prints progress lines and
-//! finally [`READY_MARKER`], then waits to be killed with its machine; it
-//! exits (with status 1) only if it cannot take part.
+//! `lite-failure-test`: the LITE node failure test
+//! ([`lite_tools::failure_test`]), run by every node at once, one as the
+//! victim; its output is as userspace/README.md's output contracts say. A
+//! survivor leaves the node a member, for the programs run after it.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -47,8 +42,7 @@ const CLI: Cli = Cli {
     ],
 };
 
-/// How often the victim repeats its marker while it waits to be killed,
-/// in case a kernel message cut into an earlier one on the console.
+/// In case a kernel message cut into an earlier marker on the console.
 const MARKER_REPEAT: Duration = Duration::from_secs(5);
 
 fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {

@@ -1,15 +1,9 @@
 //! `lite-partition-test`: the LITE network partition test.
 //!
 //! Every node of the cluster runs it at the same time, one of them as the
-//! node the harness cuts off from the network for a while (see
-//! [`lite_tools::partition_test`] for what it checks). Every node prints
-//! TAP version 13 followed by one line `P passed, F failed` and exits 0
-//! exactly when F is 0. The cut node prints
-//! [`lite_tools::partition_test::READY_MARKER`] (as a TAP comment) when the
-//! harness is to take its link down. With `--pause-traffic S`, every node
-//! first runs S seconds of checked traffic with every other while the
-//! harness pauses one node's VM again and again, and prints
-//! [`lite_tools::partition_test::PAUSE_READY_MARKER`] once that traffic runs.
+//! node the harness cuts off ([`lite_tools::partition_test`]). Every node
+//! prints TAP as `lite-cluster-test` does, the markers the harness waits
+//! for as TAP comments. `--pause-traffic S` runs the pause phase first.
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -44,12 +44,9 @@ const PAGES: usize = 4;
 const PAGE: usize = 4096;
 const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE as u64) as usize;
 
-/// The page the victim writes and holds when it dies, counted from the
-/// first page of the survivor's chunk as the two below.
+/// Counted from the first page of the survivor's chunk, as the two below.
 const VICTIM_PAGE: usize = 0;
-/// The page survivor A writes and every survivor reads.
 const SURVIVOR_PAGE: usize = 1;
-/// The page every survivor writes a word of after the death.
 const FRESH_PAGE: usize = 2;
 
 /// Where T8's region lies: LITE spreads the chunks of survivor A's region
@@ -57,7 +54,7 @@ const FRESH_PAGE: usize = 2;
 /// `i`-th of them (counted modulo their number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Placement {
-    /// Survivor A, whose region it is.
+    /// Survivor A.
     home: u32,
     pages: usize,
     /// First page of a chunk a survivor holds, where the pages above are.
@@ -88,7 +85,6 @@ const SURVIVOR_VALUE: u64 = 0x7375_7276_6976;
 /// How long an access to the victim's page may take to raise `SIGBUS`.
 const SIGBUS_LIMIT: Duration = Duration::from_secs(10);
 
-/// The region as a node holds it.
 #[derive(Debug)]
 pub(super) struct Shared {
     // Unmapped before the descriptor closes.
@@ -118,7 +114,7 @@ fn open<K: Kernel>(kernel: &K, place: Placement, create: bool) -> Option<std::io
     }))
 }
 
-/// Opens region `name` of `home`, of `pages` pages, as [`open`].
+/// As [`open`].
 fn open_named<K: Kernel>(
     kernel: &K,
     name: u64,
@@ -141,7 +137,6 @@ fn open_named<K: Kernel>(
     )
 }
 
-/// How long a survivor waits for survivor A's region to exist.
 const CREATE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Phase 1, every survivor: survivor A creates the region, the others
@@ -180,8 +175,7 @@ pub(super) fn write_survivors_page(shared: &Option<Shared>) {
     }
 }
 
-/// Phase 3, every survivor: reads the survivors' page, so that each holds
-/// a copy of it.
+/// Phase 3, every survivor, so that each holds a copy.
 pub(super) fn read_survivors_page<W: Write>(tap: &mut Tap<W>, shared: &Option<Shared>) {
     if let Some(shared) = shared {
         let seen = shared.word(SURVIVOR_PAGE).load(Ordering::SeqCst);
@@ -303,7 +297,6 @@ fn raises_sigbus(at: *const u64) -> Result<(), String> {
 const LEAVE_VALUE_WORD: usize = 0;
 const LEAVES_WORD: usize = PAGE / 8;
 
-/// What the leaver writes before the leave of `cycle`.
 fn leave_value(cycle: u32) -> u64 {
     0x6c65_6176_0000_0000 | u64::from(cycle)
 }
@@ -341,8 +334,7 @@ pub(super) fn write_before_leave<K: Kernel>(
     )
 }
 
-/// The leaver, joined again after a leave [`write_before_leave`] wrote
-/// for: counts the leave in the observer's region.
+/// The leaver, back after a leave [`write_before_leave`] wrote for.
 pub(super) fn count_leave<K: Kernel>(kernel: &K, owner: u32) -> Result<(), String> {
     let Some(opened) = open_named(kernel, LEAVE_NAME, owner, PAGES, false) else {
         return Ok(());

@@ -1,17 +1,10 @@
-//! The failure test's overload phase, before anything fails.
-//!
-//! With the manager's default failure detection, every node, the victim
-//! too, calls every node's RPC port (its own included) as fast as its
-//! callers go, [`CALLERS_PER_TARGET`] threads per target, for
-//! [`FailureConfig::overload`](super::FailureConfig), while
-//! [`SERVER_THREADS`] threads answer its own port and, on the real kernel,
-//! one spinning thread per CPU keeps the machine busy. A busy node is not
-//! a dead one: no call may fail, every reply must be the request's
-//! transform, and the cluster must keep all its members.
-//!
-//! A barrier of all nodes starts the phase (every port open) and one ends
-//! it (every caller done), after which each node closes its port and its
-//! server threads end.
+//! The failure test's overload phase, before anything fails (see the
+//! README's failure test): a busy node is not a dead one. Every node calls
+//! every node's RPC port with [`CALLERS_PER_TARGET`] threads per target
+//! while [`SERVER_THREADS`] threads answer its own, for
+//! [`FailureConfig::overload`](super::FailureConfig). A barrier of all
+//! nodes starts the phase (every port open) and one ends it (every caller
+//! done).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -23,17 +16,14 @@ use crate::cpu_hog::CpuHog;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;
 
-/// The RPC port every node serves during the overload.
+/// Every node serves it during the overload.
 pub const OVERLOAD_PORT: u32 = 8;
 
-/// Largest request the port accepts: [`identified_request`]s are at most
-/// 515 bytes.
+/// [`identified_request`]s are at most 515 bytes.
 const OVERLOAD_MAX_SIZE: u64 = 1024;
 
-/// Threads answering this node's port.
 const SERVER_THREADS: usize = 2;
 
-/// Threads calling each node's port.
 const CALLERS_PER_TARGET: u32 = 2;
 
 /// What a node's overload did.
@@ -49,10 +39,9 @@ pub struct Overload {
     pub hog_threads: usize,
 }
 
-/// Runs this node's part of the overload for `duration`, with a CPU hog
-/// when `hog`. `barrier` enters a barrier of every node, named after what
-/// it follows; both are entered whatever failed before them. `Err` says
-/// what failed.
+/// With a CPU hog when `hog`. `barrier` enters a barrier of every node,
+/// named after what it follows; both are entered whatever failed before
+/// them.
 pub fn run<K: Kernel + Sync>(
     kernel: &K,
     me: u32,

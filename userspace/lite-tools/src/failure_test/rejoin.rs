@@ -1,22 +1,17 @@
 //! The failure test's last phase: one survivor leaves the cluster and joins
 //! again, [`CYCLES`] times in a row, while the other survivors watch.
 //!
-//! The survivors are the nodes other than the victim, which is dead by
-//! now. The highest of them, the leaver, calls `lite_leave` (where LITE is
-//! a module it unloads the module instead, which must leave the same way,
-//! and loads it again), checks that its node is out (its calls get
-//! `ENOTCONN`), joins again and expects its id back. The others, the observers, each hold a spread LMR, some of
-//! whose chunks the leaver holds at first (its first leave has to move
-//! them to another observer, with their bytes), and run checked traffic
-//! between themselves throughout. They follow the cycles by the cluster's
-//! size alone, without barriers: a thread reads `lite_get_total_node`
-//! every [`CyclePacing::poll`] and notes each change, and every cycle must
-//! take the count down by one and back up, each within
-//! [`CyclePacing::change`]. After each cycle an observer reads its whole
-//! spread LMR back. The leaver stays out [`CyclePacing::away`] before it
-//! joins again, and once the cluster is whole again it waits
-//! [`CyclePacing::back`] before it leaves again, so that every size lasts
-//! several reads.
+//! The highest survivor, the leaver, calls `lite_leave` (where LITE is a
+//! module it unloads the module instead, which must leave the same way, and
+//! loads it again), checks that its node is out (`ENOTCONN`), joins again
+//! and expects its id back. The others, the observers, each hold a spread
+//! LMR, some of whose chunks the leaver holds at first (its first leave has
+//! to move them, with their bytes), and run checked traffic between
+//! themselves throughout. They follow the cycles by the cluster's size
+//! alone, read every [`CyclePacing::poll`]: every cycle must take the count
+//! down by one and back up, each within [`CyclePacing::change`]. The
+//! leaver's pauses ([`CyclePacing::away`], [`CyclePacing::back`]) make
+//! every size last several reads.
 //!
 //! Given the address of a second network interface, the leaver also
 //! changes RDMA devices: in cycle [`SECOND_DEVICE_ADDED`] it adds a
@@ -39,8 +34,7 @@
 //!
 //! A barrier of all survivors starts the phase (everything allocated and
 //! published) and one ends it: the leaver's first barrier after its last
-//! join has to take the round the others are at. Every wait is bounded;
-//! what does not end in time is reported as a failure.
+//! join has to take the round the others are at.
 
 use std::cell::Cell;
 use std::io::Write;
@@ -75,61 +69,49 @@ use crate::tap::{no_problems, Tap};
 /// Leave/rejoin cycles in a row.
 pub const CYCLES: u32 = 10;
 
-/// The cycle before whose leave the leaver adds a second RDMA device and
-/// names it in the `device` parameter (with a second interface).
+/// Before its leave the leaver adds a second RDMA device (given a second
+/// interface).
 pub const SECOND_DEVICE_ADDED: u32 = 3;
 
-/// The cycle whose leave is the deletion of that device.
+/// Its leave is the deletion of that device.
 pub const SECOND_DEVICE_REMOVED: u32 = 6;
 
-/// Size of each observer's spread LMR: four 4 MiB chunks, round robin over
-/// the other survivors, so that with three survivors two are on the leaver.
+/// Four 4 MiB chunks round robin over the other survivors: with three
+/// survivors two are on the leaver.
 const SPREAD_LMR_SIZE: u64 = 16 << 20;
 
-/// Name under which the lowest observer publishes its spread LMR for the
-/// leaver to map ("SPREADLM"). The name's password is the LMR's own,
-/// [`password_of`] the observer.
+/// "SPREADLM"; its password is the LMR's own, [`password_of`] the observer.
 const SPREAD_NAME: u64 = 0x5350_5245_4144_4c4d;
 
-/// How often the leaver tries `lite_ask_lmr` of the published spread LMR
-/// while it fails with `EAGAIN` (its chunks are moving).
+/// `lite_ask_lmr` fails with `EAGAIN` while the LMR's chunks move.
 const MAP_TRIES: u32 = 10;
 
-/// Pause between those tries.
 const MAP_RETRY: Duration = Duration::from_millis(200);
 
-/// Size of the LMR each observer's traffic goes to, on another observer.
 const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
 
-/// Size of the LMR the leaver allocates before each leave, to try its
-/// handle once it is out.
+/// The leaver tries this LMR's handle once it is out.
 const OLD_HANDLE_SIZE: u64 = 4096;
 
-/// Size of the LMR on an observer that the leaver runs checked traffic
-/// with once it is a member on the second RDMA device, and while that
-/// device goes away.
+/// Of the leaver's traffic on the second RDMA device, and while it goes.
 const DEVICE_TRAFFIC_SIZE: u64 = 64 * 1024;
 
-/// How long the leaver's traffic on the second device lasts.
 const DEVICE_TRAFFIC_SPELL: Duration = Duration::from_secs(2);
 
-/// Bytes read around each chunk boundary of the spread LMR after the
-/// cycles that do not read it whole.
+/// Read around each chunk boundary after the cycles that do not read the
+/// spread LMR whole.
 const SAMPLE_WINDOW: u64 = 64 << 10;
 
 /// Bound of one `lite_leave` or `lite_join` call, and of writing or reading
 /// a whole spread LMR.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Bound of the phase's barriers: the others may first spend up to
-/// [`CyclePacing::change`] on a cycle that does not come, and the
-/// observers read their 16 MiB spread LMR back after the first and the
-/// last cycle, which under emulation can leave them minutes behind the
-/// leaver's last join.
+/// The others may first spend [`CyclePacing::change`] on a cycle that
+/// does not come, and the observers' whole reads of their 16 MiB spread
+/// LMR can leave them minutes behind the leaver under emulation.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Pause between joins the manager refused for now (`EADDRINUSE`,
-/// `EAGAIN`).
+/// After a join the manager refused for now (`EADDRINUSE`, `EAGAIN`).
 const JOIN_RETRY: Duration = Duration::from_millis(500);
 
 /// How the cycles are paced.
@@ -143,11 +125,10 @@ pub struct CyclePacing {
     /// How long the leaver waits, once the cluster is whole again, before
     /// it leaves again.
     pub back: Duration,
-    /// Longest one membership change may take to show: the cluster's size
-    /// going down (counted from the end of the previous cycle) or back up
-    /// (from going down) for an observer, being whole again after the join
-    /// for the leaver; also how long the leaver keeps trying to join again
-    /// while the manager refuses it with `EADDRINUSE` or `EAGAIN`.
+    /// Longest one membership change may take to show (a size going down
+    /// from the previous cycle's end, or back up from going down; whole
+    /// again after the leaver's join), and the leaver's patience with a
+    /// manager refusing its join for now.
     pub change: Duration,
     /// Longest the first leave may take to show to an observer: it first
     /// moves every chunk the leaver holds (16 MiB and more over emulated
@@ -169,29 +150,25 @@ impl CyclePacing {
 /// The part a survivor plays in the cycles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
-    /// Leaves and joins again; `observers` are the other survivors.
+    /// Leaves and joins again.
     Leaver {
-        /// The survivors that stay, in ascending order.
+        /// The other survivors, in ascending order.
         observers: Vec<u32>,
     },
-    /// Follows the cycles; its traffic goes to an LMR on `peer`.
+    /// Follows the cycles.
     Observer {
         /// The survivor that leaves.
         leaver: u32,
         /// The observer holding this one's traffic LMR.
         peer: u32,
-        /// Whether it publishes its spread LMR for the leaver to map: the
-        /// lowest observer does.
+        /// For the leaver to map (the lowest observer's spread LMR).
         publishes: bool,
     },
 }
 
-/// `me`'s part among the survivors of a cluster of `nodes` whose `victim`
-/// died: the highest survivor leaves, each observer's traffic goes to the
-/// next observer (wrapping around), and the lowest observer publishes its
-/// spread LMR. `None` if `me` is no survivor or
-/// there are fewer than three: a leaving node's chunks need a third node
-/// to move to.
+/// The highest survivor leaves, each observer's traffic goes to the next
+/// observer (wrapping around). `None` if `me` is no survivor or there are
+/// fewer than three: a leaving node's chunks need a third node to move to.
 pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
     let survivors: Vec<u32> = (1..=nodes).filter(|&n| n != victim).collect();
     let (&leaver, observers) = survivors.split_last()?;
@@ -212,9 +189,6 @@ pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
     })
 }
 
-/// What every survivor knows about the phase: this node's id, the dead
-/// node's and the test's configuration (the cluster manager to join
-/// again, the pacing, the leaver's second interface).
 pub(super) struct Phase {
     pub me: u32,
     pub victim: u32,
@@ -228,7 +202,6 @@ impl Phase {
     }
 }
 
-/// Runs this survivor's part of the cycles, reporting to `tap`.
 pub(super) fn run<K: SharedKernel, W: Write>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase) {
     match part(phase.me, phase.victim, phase.config.nodes) {
         Some(Part::Leaver { observers }) => leave_and_rejoin(kernel, tap, phase, &observers),
@@ -341,10 +314,8 @@ enum CycleEnd {
     Out,
 }
 
-/// Maps the spread LMR `owner` published, reads all of it through the
-/// mapping and compares it with `owner`'s pattern, as a test point. The
-/// mapping is kept, for the first leave to move chunks of a mapped LMR;
-/// `owner` if it was made.
+/// A test point; the mapping is kept, for the first leave to move chunks
+/// of a mapped LMR; `owner` if it was made.
 fn map_spread_point<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -368,9 +339,8 @@ fn map_spread_point<K: SharedKernel, W: Write>(
     mapped.then_some(owner)
 }
 
-/// Maps the spread LMR `owner` published, trying again while `ask_lmr`
-/// fails with `EAGAIN`, then reads it through the mapping. What became of
-/// the mapping (its handle) and of the read.
+/// The mapping's handle, tried again while `ask_lmr` fails with `EAGAIN`,
+/// and the read through it.
 fn map_and_read<K: Kernel>(kernel: &K, owner: u32) -> (Result<u64, String>, Result<(), String>) {
     let password = password_of(owner);
     let again = -c_long::from(libc::EAGAIN);
@@ -407,7 +377,6 @@ fn change_device<K: SharedKernel>(kernel: &Arc<K>, step: SecondDevice) -> Result
         .unwrap_or_else(|| Err("this kernel has no second RDMA device to change".to_string()))
 }
 
-/// A fresh LMR of `size` bytes on the first observer.
 fn alloc_on_first_observer<K: Kernel>(
     kernel: &K,
     observers: &[u32],
@@ -444,9 +413,8 @@ fn traffic_during<K: SharedKernel, T>(
     (result, report)
 }
 
-/// Notes how many round trips the leaver's traffic made and checks it
-/// as test point `name` (see [`traffic_verdict`]); an error stands for
-/// traffic that could not start.
+/// Test point `name` ([`traffic_verdict`]); an error stands for traffic
+/// that could not start.
 fn check_traffic<W: Write>(
     tap: &mut Tap<W>,
     name: &str,
@@ -482,7 +450,6 @@ fn traffic_verdict(report: &TrafficReport, ends_out: bool) -> Result<(), String>
     Ok(())
 }
 
-/// Whether the node's membership runs on RDMA device `expected`.
 fn joined_on<K: Kernel>(kernel: &K, expected: &str) -> Result<(), String> {
     let text = kernel
         .read_debugfs(MEMBERSHIP_FILE)
@@ -743,10 +710,9 @@ fn out_of_the_cluster<K: Kernel>(
     no_problems(problems)
 }
 
-/// Joins the cluster at `cm` again, trying for up to `patience` while the
-/// manager refuses for now: `EADDRINUSE` (it still counts this node's
-/// earlier incarnation as alive) or `EAGAIN` (it just started); the node
-/// id.
+/// Tries for up to `patience` while the manager refuses for now:
+/// `EADDRINUSE` (this node's earlier incarnation still counts as alive) or
+/// `EAGAIN` (it just started).
 fn join_again<K: SharedKernel>(
     kernel: &Arc<K>,
     cm: Ipv4Addr,
@@ -859,7 +825,7 @@ impl Drop for SizeWatch {
     }
 }
 
-/// What an observer set up; `None` for what failed.
+/// `None` for what failed.
 struct Observed {
     /// The spread LMR, filled with this node's pattern.
     spread: Option<Target>,
@@ -871,9 +837,7 @@ fn spread_seed(node: u32) -> u64 {
     pattern::seed(&[u64::from(node), SPREAD_LMR_SIZE, 0x1ea7e])
 }
 
-/// The observer's part: sets up (and publishes its spread LMR if it
-/// `publishes`), then follows every cycle and checks its spread LMR after
-/// each.
+/// Sets up, then follows every cycle and checks its spread LMR after each.
 fn observe<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -949,9 +913,8 @@ fn observe<K: SharedKernel, W: Write>(
     );
 }
 
-/// Allocates and fills the spread LMR, publishes it for `mapper` to map
-/// if there is one, and allocates the traffic LMR on `peer`, one test
-/// point each.
+/// One test point each: the spread LMR, published for `mapper` if there
+/// is one, and the traffic LMR on `peer`.
 fn set_up_observer<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -1004,19 +967,15 @@ fn set_up_observer<K: SharedKernel, W: Write>(
     }
 }
 
-/// Writes the pattern of `seed` over all of `lmr`.
 fn fill<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
     expect_zero(write_pattern(kernel, lmr, seed))
         .map_err(|e| format!("write of {} B: {e}", lmr.size))
 }
 
-/// Reads all of `lmr` back and compares it with the pattern of `seed`.
 fn read_and_verify<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
     read_and_verify_window(kernel, lmr, seed, 0, lmr.size)
 }
 
-/// Reads `len` bytes at `offset` of `lmr` and checks them against the
-/// pattern of `seed`.
 fn read_and_verify_window<K: Kernel>(
     kernel: &K,
     lmr: Target,
@@ -1029,9 +988,8 @@ fn read_and_verify_window<K: Kernel>(
     pattern::verify(seed, offset, &data).map_err(|m| m.to_string())
 }
 
-/// The windows of a spread LMR of `size` bytes read after the cycles in
-/// between the first and the last: [`SAMPLE_WINDOW`] bytes around every
-/// chunk boundary, and the first and last bytes, as `(offset, len)`.
+/// `(offset, len)`: [`SAMPLE_WINDOW`] bytes around every chunk boundary,
+/// and the first and last bytes.
 fn sample_windows(size: u64) -> Vec<(u64, u64)> {
     let half = SAMPLE_WINDOW / 2;
     let mut windows = vec![(0, SAMPLE_WINDOW.min(size))];
@@ -1050,10 +1008,8 @@ fn read_and_verify_samples<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Res
         .try_for_each(|(offset, len)| read_and_verify_window(kernel, lmr, seed, offset, len))
 }
 
-/// Waits for cycle `cycle`: the cluster's size down by one, then whole
-/// again, reported as one test point. `from_ns` is when the cycle could
-/// begin (the end of the previous one). When the cluster was whole again,
-/// if it was.
+/// One test point: the size down by one, then whole again, from `from_ns`
+/// (the previous cycle's end). When the cluster was whole again, if it was.
 fn follow_cycle<W: Write>(
     tap: &mut Tap<W>,
     phase: &Phase,
@@ -1104,10 +1060,9 @@ fn follow_cycle<W: Write>(
     back.ok().map(|(_, back_ns)| back_ns)
 }
 
-/// Reads the spread LMR back after cycle `cycle`, as a test point: whole
-/// after the first cycle (whose leave moved the chunks the leaver held)
-/// and the last, around every chunk boundary after the others, so that the
-/// observers keep up with the leaver under emulation.
+/// Whole after the first cycle (whose leave moved the chunks the leaver
+/// held) and the last, around every chunk boundary after the others, so
+/// that the observers keep up with the leaver under emulation.
 fn check_spread<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -1142,8 +1097,6 @@ fn check_spread<K: SharedKernel, W: Write>(
     );
 }
 
-/// Collects the traffic's report (its thread was told to stop) and checks
-/// that every round trip came back intact.
 fn check_observer_traffic<W: Write>(
     tap: &mut Tap<W>,
     peer: u32,

@@ -39,22 +39,14 @@ fn the_next_survivor_wraps_around_and_skips_the_victim() {
     assert_eq!(next_survivor(2, 1, 3), Some(3));
 }
 
-fn lock_record(
-    own: Option<u32>,
-    home: u32,
-    waited: Option<u32>,
-    orphaned: Option<u32>,
-) -> LockRecord {
-    LockRecord {
+#[test]
+fn lock_records_round_trip_reject_other_data_and_are_checked() {
+    let lock_record = |own, home, waited, orphaned| LockRecord {
         own,
         home,
         waited,
         orphaned,
-    }
-}
-
-#[test]
-fn lock_records_round_trip_reject_other_data_and_are_checked() {
+    };
     let full = lock_record(Some(0), 1, Some(4094), Some(4095));
     let bytes = encode_lock_record(&full);
     assert_eq!(decode_lock_record(&bytes), Ok(full));

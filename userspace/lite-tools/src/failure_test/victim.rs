@@ -43,9 +43,8 @@ impl<W: Write> VictimLog<'_, W> {
     }
 }
 
-/// Registers RPC port [`VICTIM_PORT`], by which the survivors find the
-/// victim. Failures are noted and the test goes on: the survivors report
-/// what they find missing.
+/// Failures are noted and the test goes on: the survivors report what
+/// they find missing.
 fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
     let ret = register(kernel, VICTIM_PORT, VICTIM_PORT_MAX_SIZE, "failure-victim");
     log.step(
@@ -54,8 +53,7 @@ fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_,
     );
 }
 
-/// Creates a lock kept by `home` and takes it; this process holds it until
-/// the machine dies. Its number, or `None` if it could not be created.
+/// Held until the machine dies; `None` if it could not be created.
 /// Failures are noted as in [`register_victim_port`].
 fn create_and_take<K: Kernel, W: Write>(
     kernel: &K,
@@ -119,8 +117,7 @@ fn hold_victim_locks<K: Kernel, W: Write>(
     );
 }
 
-/// Allocates the spread LMR whose chunks the survivors hold, and fills it.
-/// The LMR stays allocated until the machine dies.
+/// Allocated until the machine dies.
 fn allocate_spread<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
     let outcome = alloc_lmr(kernel, NODE_SPREAD, SPREAD_SIZE, password_of(me)).and_then(|lmr| {
         let written = write_pattern(kernel, lmr, pattern::seed(&[u64::from(me), SPREAD_SIZE]));

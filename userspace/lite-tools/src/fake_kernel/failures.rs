@@ -29,29 +29,24 @@ use libc::c_long;
 use super::{refuse_if, Cluster, Defects, FakeKernel, Lmr};
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState};
 
-/// Longest a leave or a join waits for the other members to read the
-/// cluster's size.
+/// Longest a leave or a join waits for the others to read the size.
 const SEEN_WITHIN: Duration = Duration::from_secs(10);
 
-/// What failed, and who watches the membership.
 #[derive(Default)]
 pub(super) struct Failures {
-    /// Nodes that failed and did not join again: fenced.
+    /// Failed and did not join again: fenced.
     pub(super) failed: BTreeSet<u32>,
-    /// Joins after a leave or a failure, per node.
     rejoins: BTreeMap<u32, u32>,
-    /// Changes of membership so far.
     changes: u64,
-    /// The node paused now, if any.
     paused: Option<u32>,
-    /// The node paused, now or before, and its pauses so far.
+    /// The node paused, now or before, and its pauses.
     pauses: Option<(u32, u32)>,
-    /// Whether leaves and joins wait for the others to read the size.
+    /// Leaves and joins wait for the others to read the size.
     pub(super) watched: bool,
-    /// What `changes` was at each node's last read of the cluster's size.
+    /// `changes` at each node's last read of the size.
     seen: BTreeMap<u32, u64>,
-    /// Nodes that did not read the size within [`SEEN_WITHIN`] of a
-    /// change: they stopped following, and nobody waits for them again.
+    /// Stopped following (no read within [`SEEN_WITHIN`] of a change):
+    /// nobody waits for them again.
     laggards: BTreeSet<u32>,
 }
 
@@ -60,24 +55,22 @@ impl Failures {
         self.changes += 1;
     }
 
-    /// Notes that `node` joined again after a leave or a failure.
     pub(super) fn rejoined(&mut self, node: u32) {
         self.failed.remove(&node);
         *self.rejoins.entry(node).or_default() += 1;
         self.changed();
     }
 
-    /// Notes `reader`'s read of the cluster's size; how many members it
-    /// counts out besides those gone (a paused node, under the
-    /// `pause_is_a_death` defect).
+    /// How many members `reader` counts out besides those gone (a paused
+    /// node, under the `pause_is_a_death` defect).
     pub(super) fn size_read(&mut self, reader: u32, defects: Defects) -> u32 {
         self.seen.insert(reader, self.changes);
         let paused_elsewhere = self.paused.is_some_and(|p| p != reader);
         u32::from(defects.pause_is_a_death && paused_elsewhere)
     }
 
-    /// `node`'s incarnation: one more for each join after a leave or a
-    /// failure, and under the `pause_is_a_death` defect for each pause.
+    /// One more for each rejoin, and under the `pause_is_a_death` defect
+    /// for each pause.
     fn incarnation(&self, node: u32, defects: Defects) -> u32 {
         let pauses = match self.pauses {
             Some((paused, made)) if paused == node && defects.pause_is_a_death => made,
@@ -88,9 +81,8 @@ impl Failures {
 }
 
 impl FakeKernel {
-    /// [`FakeKernel::cluster`] whose leaves and joins after a leave wait
-    /// for the other members to read the cluster's size (see
-    /// [`super::failures`]).
+    /// [`FakeKernel::cluster`] whose leaves and rejoins wait for the other
+    /// members to read the size (see [`super::failures`]).
     pub fn watched_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
         let kernels = Self::cluster(nodes, defects);
         if let Some(kernel) = kernels.first() {
@@ -134,7 +126,7 @@ impl FakeKernel {
         failures.pauses = Some((self.id, made + 1));
     }
 
-    /// Ends the pause of the node paused.
+    /// Ends the pause.
     pub fn resume(&self) {
         self.cluster_state().failures.paused = None;
         self.shared.changed.notify_all();
@@ -171,7 +163,6 @@ impl FakeKernel {
         refuse_if(unreachable, if eio { libc::EIO } else { libc::EHOSTDOWN })
     }
 
-    /// Whether a barrier of `num` nodes needs a node that failed.
     pub(super) fn needs_failed(&self, cluster: &Cluster, num: u32) -> bool {
         num > self
             .nodes
@@ -201,7 +192,6 @@ impl FakeKernel {
         cluster.failures.laggards.extend(laggards);
     }
 
-    /// The membership file as the kernel would show it now.
     pub(super) fn membership_text(&self) -> String {
         let cluster = self.cluster_state();
         let failures = &cluster.failures;

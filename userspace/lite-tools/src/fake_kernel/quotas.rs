@@ -21,15 +21,13 @@ use lite::sys::{CHUNK_SIZE, MAX_NODES};
 use super::Cluster;
 use crate::debugfs::quotas::{Command, Limit, Limits, QuotasFile, Resource, Usage, DEFAULT_LIMITS};
 
-/// Memory of every node of the model: by default each other node's LMRs
-/// may hold half of it.
+/// Each node's memory; by default each other node's LMRs may hold half.
 pub(super) const NODE_RAM: u64 = 16 << 30;
 
-/// The hard `RLIMIT_MEMLOCK` of every process of the model (Linux's
-/// default since 5.16), also its soft limit until the process lowers it.
+/// Linux's default since 5.16, also the soft limit until lowered.
 pub(super) const MEMLOCK_HARD_LIMIT: u64 = 8 << 20;
 
-/// Page size: registrations pin, and are charged, whole pages.
+/// Registrations pin, and are charged, whole pages.
 pub(super) const PAGE: u64 = 4096;
 
 /// One node's limits, and the locks its users created.
@@ -38,7 +36,7 @@ pub(super) struct NodeQuotas {
     users: BTreeMap<u32, Limits>,
     node_default: Limit,
     nodes: BTreeMap<u32, Limit>,
-    /// Locks created, by uid.
+    /// By uid.
     locks: BTreeMap<u32, u64>,
 }
 
@@ -55,12 +53,11 @@ impl Default for NodeQuotas {
 }
 
 impl NodeQuotas {
-    /// The limits of user `uid`: its own, or the defaults.
+    /// Its own, or the defaults.
     pub(super) fn limits_of(&self, uid: u32) -> Limits {
         self.users.get(&uid).copied().unwrap_or(self.defaults)
     }
 
-    /// The bytes node `node`'s LMRs may hold on this node.
     pub(super) fn serving_limit(&self, node: u32) -> Limit {
         self.nodes.get(&node).copied().unwrap_or(self.node_default)
     }
@@ -74,8 +71,7 @@ impl NodeQuotas {
         self.locks.clear();
     }
 
-    /// Carries out a line written to the quotas file; `EINVAL` for one
-    /// that is no command, or names a node id out of range.
+    /// `EINVAL` for a node id out of range.
     pub(super) fn apply(&mut self, command: Command) -> Result<(), i32> {
         let check_node = |node: u32| {
             let valid = (1..MAX_NODES).contains(&node);
@@ -109,8 +105,7 @@ impl NodeQuotas {
     }
 }
 
-/// What every user holds on `node`, but for RPC ports, which the RPC
-/// model counts: only users holding something.
+/// Each user's holdings on `node` but RPC ports (the RPC model counts those).
 fn usage_on(cluster: &Cluster, node: u32) -> BTreeMap<u32, Usage> {
     let mut usage: BTreeMap<u32, Usage> = BTreeMap::new();
     let live = cluster
@@ -133,7 +128,6 @@ fn usage_on(cluster: &Cluster, node: u32) -> BTreeMap<u32, Usage> {
     usage
 }
 
-/// What user `uid` holds on `node`, with `ports` RPC ports.
 pub(super) fn usage_of(cluster: &Cluster, node: u32, uid: u32, ports: u64) -> Usage {
     usage_on(cluster, node)
         .remove(&uid)
@@ -141,9 +135,8 @@ pub(super) fn usage_of(cluster: &Cluster, node: u32, uid: u32, ports: u64) -> Us
         .with(Resource::RpcPorts, ports)
 }
 
-/// Whether `limits` allow a user holding `held` to take `charge` more:
-/// only what is charged is checked (a limit below what the user holds
-/// refuses further charges only).
+/// Only what is charged is checked: a limit below what the user holds
+/// refuses further charges only.
 pub(super) fn allows(limits: &Limits, held: &Usage, charge: &Usage) -> bool {
     Resource::ALL.into_iter().all(|resource| {
         charge.get(resource) == 0
@@ -153,13 +146,11 @@ pub(super) fn allows(limits: &Limits, held: &Usage, charge: &Usage) -> bool {
     })
 }
 
-/// Bytes of chunk `index` of an LMR of `size` bytes.
 fn chunk_bytes(size: u64, index: usize) -> u64 {
     let start = index as u64 * CHUNK_SIZE;
     size.saturating_sub(start).min(CHUNK_SIZE)
 }
 
-/// Bytes node `holder` holds for the LMRs of node `owner`.
 pub(super) fn served(cluster: &Cluster, holder: u32, owner: u32) -> u64 {
     cluster
         .lmrs
@@ -175,9 +166,8 @@ pub(super) fn served(cluster: &Cluster, holder: u32, owner: u32) -> u64 {
         .sum()
 }
 
-/// Whether the nodes that would hold the chunks `chunks` of a new LMR of
-/// `size` bytes created on node `owner` allow it: each may hold only so
-/// much for each other node.
+/// Whether the holders of a new LMR's `chunks` allow it: each may hold
+/// only so much for each other node.
 pub(super) fn serving_allows(cluster: &Cluster, owner: u32, chunks: &[u32], size: u64) -> bool {
     let mut added: BTreeMap<u32, u64> = BTreeMap::new();
     for (index, &holder) in chunks.iter().enumerate() {
@@ -194,7 +184,6 @@ pub(super) fn serving_allows(cluster: &Cluster, owner: u32, chunks: &[u32], size
     })
 }
 
-/// Pages a registration of `len` bytes at `address` pins.
 pub(super) fn pages_spanned(address: usize, len: usize) -> u64 {
     if len == 0 {
         return 0;
@@ -204,9 +193,7 @@ pub(super) fn pages_spanned(address: usize, len: usize) -> u64 {
     last - first + 1
 }
 
-/// The quotas file of `node`, whose users hold the RPC ports
-/// `ports_by_uid`; the bytes it serves other nodes are listed only while
-/// it is a member.
+/// What `node` serves other nodes is listed only while it is a member.
 pub(super) fn file_text(
     cluster: &Cluster,
     node: u32,

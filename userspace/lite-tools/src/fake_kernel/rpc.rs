@@ -22,31 +22,27 @@ use lite::sys::{
 use super::{check_pointer, err, lock, refuse_if};
 use crate::debugfs::quotas::Limit;
 
-/// Messages one (port, client node) ring holds.
+/// Messages per (port, client node) ring.
 const RING_SLOTS: usize = 64;
 
-/// Bytes one (port, client node) ring holds; a message larger than this
-/// still fits an empty ring.
+/// A message larger than this still fits an empty ring.
 const RING_BYTES: usize = 1 << 20;
 
 /// How long a caller waits for a reply, and a sender for room in a ring.
 const RPC_TIMEOUT: Duration = Duration::from_millis(RPC_TIMEOUT_MS as u64);
 
-/// How long a receive waits for a message. The kernel waits forever; the
-/// model gives up (with `-ETIMEDOUT`) so that a broken host test fails
-/// instead of hanging.
+/// The kernel waits forever; the model gives up (`-ETIMEDOUT`) so that a
+/// broken host test fails instead of hanging.
 const RECEIVE_LIMIT: Duration = Duration::from_secs(120);
 
 /// Who makes a call: one process on one node.
 #[derive(Clone, Copy)]
 pub(super) struct Caller {
     pub node: u32,
-    /// Nodes in the cluster.
     pub nodes: u32,
     pub process: u64,
-    /// Its process's user, whose `rpc_ports` quota a port is charged to.
+    /// A port is charged to this user's `rpc_ports` quota.
     pub uid: u32,
-    /// The `drop_when_full` defect.
     pub drop_when_full: bool,
 }
 
@@ -59,7 +55,7 @@ struct Message {
 
 struct Port {
     owner: u64,
-    /// User of the owner, whose quota the port is charged to.
+    /// Charged to this user's quota.
     uid: u32,
     max_size: u64,
     /// Tells a port apart from an earlier registration of the same number.
@@ -72,7 +68,6 @@ struct Port {
 }
 
 impl Port {
-    /// Whether `size` more bytes from `node` fit its ring.
     fn has_room(&self, node: u32, size: usize) -> bool {
         let (slots, bytes) = self
             .queue
@@ -112,7 +107,6 @@ struct State {
 }
 
 impl State {
-    /// Ports open on `node` by processes of user `uid`.
     fn ports_of_user(&self, node: u32, uid: u32) -> u64 {
         self.ports
             .range((node, 0)..=(node, u32::MAX))
@@ -230,7 +224,7 @@ impl Rpc {
         lock(&self.state)
     }
 
-    /// Waits on `condvar` until `deadline`; `None` once it passed.
+    /// `None` once `deadline` passed.
     fn wait<'a>(
         state: MutexGuard<'a, State>,
         condvar: &Condvar,
@@ -253,12 +247,11 @@ impl Rpc {
         self.state().ports.len()
     }
 
-    /// Ports open on `node` by processes of user `uid`.
     pub(super) fn ports_of_user(&self, node: u32, uid: u32) -> u64 {
         self.state().ports_of_user(node, uid)
     }
 
-    /// Ports open on `node`, counted by the user of their owner.
+    /// By the user of their owner.
     pub(super) fn ports_by_user(&self, node: u32) -> BTreeMap<u32, u64> {
         let mut counts = BTreeMap::new();
         for ((_, _), port) in self.state().ports.range((node, 0)..=(node, u32::MAX)) {
@@ -411,7 +404,6 @@ impl Rpc {
         }
     }
 
-    /// Sends a request and registers its call; the call's number.
     fn start_call(
         &self,
         who: &Caller,
@@ -439,7 +431,6 @@ impl Rpc {
         Ok(id)
     }
 
-    /// Waits until `deadline` for call `id` to end; the reply or error.
     fn finish_call(&self, id: u64, deadline: Instant) -> Result<Vec<u8>, c_long> {
         let mut state = self.state();
         while let Some(call) = state.calls.get(&id) {

@@ -23,9 +23,8 @@ use lite::Priority;
 use super::{err, lock, refuse_if, Defects};
 use crate::debugfs::{latency_bucket, parse_qos, DebugStats, Operation, QosParam};
 
-/// How long a `lite_lock` waits. The kernel waits forever; the model gives
-/// up (with `-ETIMEDOUT`) so that a broken host test fails instead of
-/// hanging.
+/// The kernel waits forever; the model gives up (`-ETIMEDOUT`) so that a
+/// broken host test fails instead of hanging.
 const LOCK_LIMIT: Duration = Duration::from_secs(120);
 
 /// Who holds or wants a lock: a thread of a process on a node.
@@ -46,7 +45,6 @@ impl Owner {
     }
 }
 
-/// A caller queued for a lock.
 #[derive(Debug, Clone, Copy)]
 struct Waiter {
     ticket: u64,
@@ -62,8 +60,7 @@ struct TicketLock {
     waiting: VecDeque<Waiter>,
     /// The waiter the lock was handed to, which has not woken up yet.
     handed_to: Option<u64>,
-    /// Its last holder's node went while holding it: the next to take it
-    /// is told so.
+    /// Its last holder's node went: the next to take it is told so.
     owner_died: bool,
 }
 
@@ -72,7 +69,6 @@ impl TicketLock {
         self.holders.is_empty() && self.handed_to.is_none()
     }
 
-    /// Hands the lock to the next waiter once nobody holds it.
     fn pass_on(&mut self, lifo: bool) -> bool {
         if !self.free() {
             return false;
@@ -86,7 +82,7 @@ impl TicketLock {
         next.is_some()
     }
 
-    /// `who` holds the lock now; what its `lite_lock` returns.
+    /// What `who`'s `lite_lock` returns.
     fn take(&mut self, who: Owner) -> c_long {
         self.holders.push(who);
         if std::mem::take(&mut self.owner_died) {
@@ -97,7 +93,6 @@ impl TicketLock {
     }
 }
 
-/// What one node counts.
 struct NodeState {
     /// The per-operation rows, and the counters of lock acquisitions and
     /// waits and of atomics (the others are the main model's).
@@ -121,7 +116,6 @@ impl NodeState {
 struct State {
     /// By (home node, number).
     locks: BTreeMap<(u32, u32), TicketLock>,
-    /// Next number per home node.
     next_number: BTreeMap<u32, u32>,
     nodes: BTreeMap<u32, NodeState>,
 }
@@ -136,7 +130,6 @@ impl State {
     }
 }
 
-/// Locks, counters and QoS parameters of every node.
 pub(super) struct Sync {
     state: Mutex<State>,
     /// Signalled whenever a lock is handed on.
@@ -257,8 +250,6 @@ impl Sync {
         self.state().counts(node).atomics += 1;
     }
 
-    /// Counts one operation of type `op` at `priority` on `node` that
-    /// moved `bytes` and took `elapsed`; `ret` is its result.
     pub(super) fn record(
         &self,
         node: u32,
@@ -281,8 +272,8 @@ impl Sync {
         }
     }
 
-    /// The synchronization counters of `node` (the others 0; the model
-    /// runs nothing concurrently enough to throttle).
+    /// The others are 0: the model runs nothing concurrently enough to
+    /// throttle.
     pub(super) fn counters(&self, node: u32) -> LiteStats {
         let mut state = self.state();
         let locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;

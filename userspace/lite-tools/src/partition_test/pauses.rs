@@ -1,31 +1,17 @@
-//! The pause phase of the partition test, before anything is cut.
+//! The pause phase of the partition test, before anything is cut (see the
+//! README's partition test): a node paused a little less than the
+//! manager's dead-after is alive, only silent, so nobody may take it for
+//! dead and no call involving it may fail.
 //!
-//! The harness stops one survivor's VM (QEMU's `stop`), keeps it stopped
-//! a little less than the manager's dead-after, lets it run again
-//! (`cont`), and does so again and again. A node that is paused for a
-//! while is alive, only silent: nobody may take it for dead, and no call
-//! involving it may fail.
-//!
-//! Every node allocates an LMR on each other node and, once all have
-//! ([`super::setup_barrier`]), writes data that depends on the round into
-//! it, reads it back and compares, on one thread per peer, so that traffic
-//! runs both ways between the paused node and every other. It then prints
-//! [`PAUSE_READY_MARKER`], for which the harness waits on every node
-//! before its first pause, and keeps the traffic running for
+//! Every node runs checked traffic with every peer, one thread each, once
+//! all allocated their LMRs ([`super::setup_barrier`]), prints
+//! [`PAUSE_READY_MARKER`] and keeps the traffic going for
 //! [`PartitionConfig::pause_traffic`](super::PartitionConfig) by its own
-//! clock (the paused node's clock stops with its VM, so its traffic runs
-//! that much longer). Meanwhile it reads `lite_get_total_node`, which has
-//! to stay at the cluster's size. Then it prints [`PAUSES_OVER_MARKER`]
-//! (the harness checks that no node printed it before the last pause
-//! ended), stops its traffic and reports: every round trip to every peer
-//! came back intact and no call failed, the count never changed, and the
-//! membership file lists the same incarnations, every peer alive, as
-//! before the traffic. It frees its LMRs, and a barrier ends the phase.
-//!
-//! On the real kernel every node also keeps its CPU busy with a thread that
-//! spins for as long as the traffic runs: LITE's threads (its heartbeats
-//! among them) then compete for the CPU with a user's work, on top of the
-//! traffic and the pauses, with the default failure detection.
+//! clock (the paused node's stops with its VM, so its traffic runs that
+//! much longer) while `lite_get_total_node` must stay the cluster's size.
+//! Then it prints [`PAUSES_OVER_MARKER`] and reports; a barrier ends the
+//! phase. On the real kernel a thread spins on every node meanwhile:
+//! LITE's heartbeats then compete for the CPU with a user's work.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -55,10 +41,9 @@ pub const PAUSE_READY_MARKER: &str = "LITE-PARTITION-PAUSES ready";
 /// pause then fell within every node's traffic. A TAP comment.
 pub const PAUSES_OVER_MARKER: &str = "LITE-PARTITION-PAUSES over";
 
-/// Size of the LMR each node's traffic goes to on each peer.
 const TRAFFIC_LMR_SIZE: u64 = 256 << 10;
 
-/// Password of those LMRs ("pauses").
+/// "pauses".
 const TRAFFIC_PASSWORD: u64 = 0x7061_7573_6573;
 
 fn traffic_seed(me: u32, peer: u32) -> u64 {
@@ -77,8 +62,7 @@ pub struct CountWatch {
 }
 
 impl CountWatch {
-    /// Notes one read, `value`, `at_ms` after the traffic started, of a
-    /// cluster of `nodes`.
+    /// One read, `at_ms` after the traffic started.
     pub fn record(&mut self, value: Result<u64, String>, nodes: u32, at_ms: i64) {
         self.reads += 1;
         if value.as_ref().is_ok_and(|&v| v == u64::from(nodes)) {
@@ -104,10 +88,9 @@ impl CountWatch {
     }
 }
 
-/// Checks that `after` lists the members `before` did: this node with the
-/// same incarnation, not fenced, and each of the other `nodes - 1` nodes
-/// alive as the same incarnation. The members in a few words, or what
-/// differs.
+/// `after` lists the members `before` did: this node not fenced, the other
+/// `nodes - 1` alive, each as the same incarnation. The members in a few
+/// words, or what differs.
 pub fn same_members(
     before: &MembershipFile,
     after: &MembershipFile,
@@ -156,7 +139,7 @@ pub fn same_members(
     no_problems(problems).map(|()| shown.join(", "))
 }
 
-/// Allocates this node's traffic LMR on each peer, one test point each.
+/// This node's traffic LMR on each peer, one test point each.
 fn allocate<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -176,10 +159,8 @@ fn allocate<K: Kernel, W: Write>(
         .collect()
 }
 
-/// Prints the ready marker, then reads the cluster's size every
-/// `config.pacing.poll` for `config.pause_traffic`, repeating the marker
-/// every `config.pacing.marker_every` (a kernel message may cut into a
-/// line on the console).
+/// Prints the ready marker (again every `marker_every`: a kernel message
+/// may cut into it) and reads the cluster's size for `pause_traffic`.
 fn watch_count<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -205,8 +186,6 @@ fn watch_count<K: Kernel, W: Write>(
     }
 }
 
-/// Collects the report of the traffic to `peer` (its thread was told to
-/// stop) as a test point.
 fn report_traffic<W: Write>(
     tap: &mut Tap<W>,
     peer: u32,
@@ -244,7 +223,6 @@ fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &[(u32, Opt
     );
 }
 
-/// Runs the pause phase as node `me`, reporting each test point to `tap`.
 /// False when a barrier failed: the nodes are out of step, and the test
 /// has bailed out.
 pub(super) fn run<K: SharedKernel, W: Write>(
