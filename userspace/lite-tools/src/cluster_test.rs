@@ -88,8 +88,7 @@ pub struct TestConfig {
     pub data_budget: u64,
 }
 
-/// This node's place in the cluster for a case: its id `me` among the
-/// `nodes` (ids 1..=nodes), and the password of the LMRs it allocates.
+/// Node ids are 1..=nodes; `password` is that of the LMRs `me` allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Node {
     pub me: u32,
@@ -110,8 +109,7 @@ impl Node {
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
 
-/// The point "`what` returns -ERRNO", to check later that `call` returns
-/// `-errno`.
+/// The point "`what` returns -ERRNO", checked later.
 fn refused<'a>(
     what: impl std::fmt::Display,
     errno: i32,
@@ -121,10 +119,8 @@ fn refused<'a>(
     (description, Box::new(move || expect_errno(call(), errno)))
 }
 
-/// Runs the whole cluster test, reporting each test point to `tap`;
-/// `all_joined` runs once every node has joined, before this node makes
-/// any LMR of the test (to note LITE's resources as they are with every
-/// peer connected and no test memory).
+/// `all_joined` runs once every node has joined, before this node makes any
+/// LMR of the test (to note LITE's resources with every peer connected).
 pub fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -166,7 +162,6 @@ pub fn run<K: Kernel, W: Write>(
     let _ = run_cases(kernel, tap, config, me);
 }
 
-/// Every case once every node joined, in the same order on every node;
 /// `Err` once the nodes are out of step.
 fn run_cases<K: Kernel, W: Write>(
     kernel: &K,
@@ -327,8 +322,7 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     }
 }
 
-/// Joins and checks that joining again is refused; returns this node's id
-/// unless the node could not join.
+/// This node's id, unless it could not join.
 fn join<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -376,7 +370,6 @@ fn freed<K: Kernel>(kernel: &K, ret: c_long) -> c_long {
     ret
 }
 
-/// Human name of an allocation target, relative to this node.
 pub(crate) fn target_name(me: u32, target: u32) -> String {
     match target {
         NODE_SPREAD => "spread (node 0)".to_string(),
@@ -392,8 +385,6 @@ fn pieces(size: u64) -> impl Iterator<Item = (u64, usize)> {
         .map(move |offset| (offset, MAX_TRANSFER.min(size - offset) as usize))
 }
 
-/// Allocates, writes and reads back a whole LMR, probes its chunk
-/// boundaries, and frees it.
 fn data_case<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

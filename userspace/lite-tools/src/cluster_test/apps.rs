@@ -16,7 +16,6 @@ use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// Where the guests have LITE's Rust programs.
 const PROGRAM_DIR: &str = "/bin";
 
 /// First TCP port of the TCP versions; each run takes the next one, so
@@ -107,7 +106,6 @@ fn run_and_judge(program: &str, args: &[String]) -> Result<(), String> {
     }
 }
 
-/// Runs the applications on node `me`.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

@@ -26,8 +26,6 @@ use crate::tap::Tap;
 /// went missing.
 const CHECKS: usize = 6;
 
-/// Runs the device's access checks from this node against its `nodes - 1`
-/// peers and reports each.
 pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     let what = format!("node {me}: the peers' devices confine remote access to LITE's regions");

@@ -18,7 +18,6 @@ use super::password_of;
 use crate::errno::describe_result;
 use crate::kernel::Kernel;
 
-/// The node that holds the board.
 pub const BOARD_HOME: u32 = 1;
 
 /// Kind of the board's name ("BR"), see [`name_of`].
@@ -80,7 +79,6 @@ impl Label {
     }
 }
 
-/// Offset of `node`'s slot for `round`.
 fn slot_offset(node: u32, round: u64) -> u64 {
     let parity = round % SLOTS_PER_NODE as u64;
     (u64::from(node - 1) * SLOTS_PER_NODE as u64 + parity) * SLOT as u64

@@ -22,17 +22,13 @@ use crate::tap::Tap;
 /// Caller numbers in the requests, apart from the blocking callers'.
 const FIRST_CALLER: u32 = 900;
 
-/// Calls reaped by one `lite_fence`.
 const FENCED_CALLS: usize = 8;
 
-/// How long a polled call may take.
 const POLL_LIMIT: Duration = Duration::from_secs(30);
 
 /// An address no process has mapped.
 const UNMAPPED: usize = 0x8;
 
-/// A posted call: its id (or the error posting returned), its request and
-/// the buffer its reply goes to.
 struct Posted {
     id: c_long,
     request: Vec<u8>,
@@ -55,7 +51,6 @@ fn post<K: Kernel>(kernel: &K, node: u32, request: Vec<u8>) -> Posted {
     Posted { id, request, reply }
 }
 
-/// Checks a reaped call's result and reply.
 fn judge(posted: &Posted, ret: c_long) -> Result<(), String> {
     let len = posted.request.len();
     expect_len(ret, len)?;
@@ -71,8 +66,7 @@ fn reap_all<K: Kernel>(kernel: &K, calls: &[Posted]) {
     }
 }
 
-/// Posts calls `0..count` of `caller` of node `me` to `node`; if one was
-/// not posted, reaps the others and fails.
+/// If one was not posted, reaps the others and fails.
 fn post_all<K: Kernel>(
     kernel: &K,
     (me, node): (u32, u32),
@@ -119,7 +113,6 @@ fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> 
     outcome
 }
 
-/// Posts one call and polls it with `LITE_ASYNC_NOWAIT` until it is done.
 fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let call = post(kernel, node, identified_request(me, FIRST_CALLER, 7));
     if call.id <= 0 {
@@ -177,11 +170,11 @@ fn post_raw<K: Kernel>(
     (id, reaped)
 }
 
-/// A user buffer as the system call takes it: address and length.
+/// Address and length.
 type UserBuffer = (usize, u64);
 
-/// One bad-argument case: what is wrong, the port and priority word, the
-/// message, the reply buffer, and the errno expected.
+/// What is wrong, the port and priority word, the message, the reply
+/// buffer, and the errno expected.
 type BadCase = (&'static str, u32, UserBuffer, UserBuffer, i32);
 
 /// Bad arguments fail at once; a bad reply buffer fails the reap.
@@ -220,7 +213,6 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
     tap.check(&point, outcome);
 }
 
-/// Runs the asynchronous RPC checks of node `me` against every node.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     for node in 1..=nodes {

@@ -86,13 +86,11 @@ fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
 
-/// Whether `handle` reads back exactly `expected` from offset 0.
 fn reads_back<K: Kernel>(kernel: &K, handle: u64, pw: u64, expected: &[u8]) -> Result<(), String> {
     let back = read_vec(kernel, handle, 0, expected.len(), pw)?;
     pattern::verify_bytes(&back, expected, 0).map_err(|m| m.to_string())
 }
 
-/// Whether `handle` reads back `len` bytes of the pattern of `seed`.
 fn reads_pattern<K: Kernel>(
     kernel: &K,
     handle: u64,

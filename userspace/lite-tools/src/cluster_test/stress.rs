@@ -27,7 +27,6 @@ const SIZES: [u64; 6] = [256, 512, 1024, 2048, 4096, 8192];
 /// takes about 45 s, with 4 sharing two host cores about twice that.
 pub const BOUND: Duration = Duration::from_secs(300);
 
-/// Child subcommand of one stressing process.
 const KIND: &str = "stress";
 /// The calls of a cycle, in order, as the children report their times
 /// (after [`TIMES`]).
@@ -100,8 +99,7 @@ impl CallTimes {
     }
 }
 
-/// Runs the case on node `me` of `nodes`; `Err` once the nodes are out of
-/// step.
+/// `Err` once the nodes are out of step.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -207,7 +205,6 @@ impl CpuTicks {
     }
 }
 
-/// Runs one stressing child if `args` name one; its exit status.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     if args.first().map(String::as_str) != Some(KIND) {
         return None;
@@ -233,9 +230,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     Some(status)
 }
 
-/// One LMR of `size` bytes on node `target`: allocated, written with the
-/// pattern of `seed`, read back, checked and freed; each call's time goes
-/// to `times`.
+/// Allocates, writes, reads back, checks and frees one LMR, timing each call.
 fn cycle<K: Kernel>(
     kernel: &K,
     target: u64,

@@ -3,7 +3,6 @@
 
 use super::*;
 
-/// Max size of [`CORRUPT_PORT`].
 const CORRUPT_MAX: u64 = 4096;
 /// Of [`CORRUPT_SIZES`], the first this many are the requests the broken
 /// ring discards.
@@ -32,7 +31,6 @@ fn corrupt_request(client: u32, index: usize) -> Vec<u8> {
     request
 }
 
-/// The name of the client's request `index` in failure messages.
 fn corrupt_call_name(index: usize) -> String {
     let size = CORRUPT_SIZES[index];
     match index {
@@ -51,8 +49,7 @@ fn write_fault<K: Kernel>(kernel: &K, node: u32) -> Result<(), String> {
     write_debugfs_line(kernel, RPC_FAULT_FILE, node)
 }
 
-/// Calls [`CORRUPT_PORT`] on `server` with request `index` of `client`;
-/// the raw result and how long the call took.
+/// The raw result and how long the call took.
 fn corrupt_call<K: Kernel>(
     kernel: &K,
     server: u32,
@@ -67,8 +64,6 @@ fn corrupt_call<K: Kernel>(
     (ret, began.elapsed())
 }
 
-/// Passes when request `index`, which the broken ring discarded, failed
-/// its call with -EPROTO within [`CORRUPT_NOTICE`].
 fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), String> {
     let name = corrupt_call_name(index);
     expect_errno(ret, libc::EPROTO).map_err(|e| format!("{name}: {e} after {took:?}"))?;
@@ -81,7 +76,7 @@ fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), Str
 /// is told to corrupt the header of the next request to `server`, which
 /// the second call makes. Both must fail with -EPROTO within
 /// [`CORRUPT_NOTICE`]. The fault is disarmed once the second call
-/// returned, posted or not. The failures.
+/// returned, posted or not.
 fn corrupt_faulty_calls<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -170,8 +165,7 @@ fn corrupt_calls_after<K: Kernel>(kernel: &K, server: u32, client: u32) -> Vec<S
     failures
 }
 
-/// The server's receiver, started once the ring broke: serves
-/// [`CORRUPT_PORT`] until it is closed, keeping the requests in order.
+/// Started once the ring broke; keeps the requests in order.
 fn corrupt_receiver<K: Kernel>(kernel: &K) -> (Served, Vec<Vec<u8>>) {
     let mut requests = Vec::new();
     let served = serve_keeping(kernel, CORRUPT_PORT, false, |request| {
@@ -218,8 +212,7 @@ fn judge_corrupt_received(client: u32, received: &[Vec<u8>]) -> Result<(), Strin
     })
 }
 
-/// The server's verdict once its port is closed (`closed`, the raw
-/// result) and its receiver is done.
+/// `closed` is the raw result of closing the port.
 fn judge_corrupt_server(
     client: u32,
     closed: c_long,

@@ -3,11 +3,9 @@
 
 use super::*;
 
-/// Largest message the private port accepts.
 const PRIVATE_MAX: u64 = 4096;
 /// A descriptor the kernel never issues in practice.
 const UNKNOWN_DESCRIPTOR: u64 = 0x7fff_dead_0000;
-/// Max size of the dying server's port.
 const DYING_MAX: u64 = 1024;
 /// How long the dying server waits for the requests it should hold
 /// before it dies all the same: a lost request must not keep it, and the
@@ -315,8 +313,7 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         .map_err(|e| format!("query_port after the exit: {e}"))
 }
 
-/// Entry point of the RPC child processes: `args` are the child kind and
-/// its arguments. Returns the exit status, or `None` for another kind.
+/// The exit status, or `None` for another child kind.
 pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     // Registers a server child's port and tells the parent it is ready;
