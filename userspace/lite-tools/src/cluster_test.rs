@@ -83,8 +83,7 @@ pub struct TestConfig {
     pub cm: Ipv4Addr,
     /// Number of nodes running the test.
     pub nodes: u32,
-    /// Most bytes of whole-LMR traffic this node may cause
-    /// (see [`plan_data_cases`]).
+    /// Most bytes of whole-LMR traffic this node may cause ([`plan_data_cases`]).
     pub data_budget: u64,
 }
 
@@ -729,8 +728,7 @@ pub(crate) mod tests {
         crate::tap::capture(|tap| run(kernel, tap, &config(nodes), |_, _| {}))
     }
 
-    /// Runs the test on every node of a cluster at once, one thread per
-    /// node; the output and summary of each node, in id order.
+    /// One thread per node; the results in id order.
     fn run_cluster(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
         run_kernels(FakeKernel::cluster(nodes, defects), nodes, defects)
     }
@@ -767,13 +765,11 @@ pub(crate) mod tests {
         kernel
     }
 
-    /// The descriptions of the failed points a child reported.
     pub(super) fn failed_points(points: &processes::ChildPoints) -> Vec<&str> {
         let failed = points.iter().filter(|(_, outcome)| outcome.is_err());
         failed.map(|(what, _)| what.as_str()).collect()
     }
 
-    /// The defects `set` switches on, and no others.
     pub(crate) fn defects_with(set: fn(&mut Defects)) -> Defects {
         let mut defects = Defects::default();
         set(&mut defects);
@@ -862,8 +858,7 @@ pub(crate) mod tests {
         assert_eq!(Some(points.to_string().as_str()), total_node, "{output}");
     }
 
-    /// A defect of the model and what the run must show on each node it
-    /// checks.
+    /// A defect of the model and what the run must show on the nodes checked.
     #[derive(Default)]
     struct Caught {
         defects: Defects,
@@ -889,8 +884,7 @@ pub(crate) mod tests {
     /// named as in [`Caught::first`], and parts of its output.
     type OfNode = fn(u32) -> (Vec<String>, Vec<String>);
 
-    /// What the defect `set` switches on must at least cause on each of
-    /// two nodes.
+    /// What `set`'s defects must at least cause on each of two nodes.
     fn caught(set: fn(&mut Defects)) -> Caught {
         Caught {
             defects: defects_with(set),
@@ -899,7 +893,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Whether a failure's `line` is the test point `expected` names.
     fn names(line: &str, expected: &str) -> bool {
         if expected.starts_with(" - ") {
             line.ends_with(expected)
@@ -1164,8 +1157,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Like [`run_cluster`], failing (rather than hanging) if the run does
-    /// not end within 240 s.
+    /// Like [`run_cluster`], failing rather than hanging after 240 s.
     fn run_cluster_within_bound(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
         let (sender, results) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

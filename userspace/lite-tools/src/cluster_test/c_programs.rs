@@ -18,8 +18,7 @@ use crate::tap::Tap;
 
 const PROGRAM_DIR: &str = "/usr/bin";
 
-/// The Python package's cluster test in the guests (where the harness's
-/// `guest_python` puts it).
+/// Where the harness's `guest_python` puts it.
 const PYTHON_TEST: &str = "/usr/share/lite/python/cluster_test.py";
 
 /// The README's Python snippet in the guests.

@@ -202,8 +202,7 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "the end of the DSM region")
 }
 
-/// A case's outcome, or why one of its barriers failed (the nodes are out
-/// of step).
+/// `Err` once one of the case's barriers failed.
 type CaseResult = Result<Result<(), String>, String>;
 type Case<K> = fn(&K, Node, &Mapping, LiteLock) -> CaseResult;
 

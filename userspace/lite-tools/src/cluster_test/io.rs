@@ -109,8 +109,7 @@ pub fn write_ok<K: Kernel>(
         .map_err(|e| format!("write of {} B at offset {offset}: {e}", data.len()))
 }
 
-/// Whether an asynchronous operation that started with `ret` failed with
-/// `-errno`, either at once or when reaped.
+/// Whether an asynchronous operation failed with `-errno` at once or when reaped.
 fn started_or_reaped_errno<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(), String> {
     if ret <= 0 {
         return expect_errno(ret, errno);
@@ -226,8 +225,7 @@ pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
     }
 }
 
-/// Reports a handle-returning call; the handle, or 0 (which every later
-/// call rejects) when it failed.
+/// The handle, or 0 (which every later call rejects) when it failed.
 pub fn check_handle<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> u64 {
     tap.check_value(description, handle_of(ret, "the call"))
         .unwrap_or(0)
@@ -280,8 +278,7 @@ pub fn enter_barrier<K: Kernel>(
     }
 }
 
-/// Reports test point `point`, a barrier that failed with `reason` (see
-/// [`enter_barrier`]), and that the run ends here.
+/// Reports the failed barrier `point` and that the run ends here.
 pub fn out_of_step<W: Write>(tap: &mut Tap<W>, point: &str, reason: &str) -> OutOfStep {
     tap.not_ok(
         &format!("{point}: {reason}"),

@@ -57,8 +57,7 @@ fn case_results(results: &str) -> Vec<(String, Result<(), String>)> {
     cases
 }
 
-/// Diagnostic lines (`# ...`) of `results` that KUnit printed for failed
-/// checks, for the report.
+/// KUnit's diagnostic lines (`# ...`) for failed checks.
 fn diagnostics(results: &str) -> String {
     results
         .lines()

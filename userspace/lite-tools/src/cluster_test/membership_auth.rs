@@ -262,8 +262,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     })
 }
 
-/// Prepares this process's keyrings for `case` and checks that the join
-/// to `manager` fails as it must.
+/// Prepares this process's keyrings for `case`; the join must then fail.
 fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Result<(), String> {
     if case.held.is_some() {
         join_new_session_keyring().map_err(|e| format!("joining a new session keyring: {e}"))?;

@@ -653,8 +653,7 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target
     check_free(tap, me, "the new calls' probe LMR returns 0", Some(lmr));
 }
 
-/// `ret`, after releasing the handle it is if a call that must fail
-/// created one anyway.
+/// `ret`, after releasing the handle a call that must fail created anyway.
 fn released<K: Kernel>(kernel: &K, ret: libc::c_long) -> libc::c_long {
     if ret > 0 {
         let handle = ret.unsigned_abs();

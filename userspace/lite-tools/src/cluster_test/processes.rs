@@ -78,8 +78,7 @@ pub(super) fn spawn(kind: &str, args: &[&dyn Display]) -> Result<Child, String> 
     spawned.map_err(|e| format!("spawning a child: {e}"))
 }
 
-/// In a child: says `ready`, then waits for its parent's word (a line on
-/// stdin, or its end).
+/// In a child: says `ready`, then waits for a line on stdin or its end.
 pub(super) fn ready_then_wait() {
     crate::say(format_args!("ready"));
     let _ = std::io::stdin().read_line(&mut String::new());
@@ -208,8 +207,7 @@ macro_rules! child_args {
 }
 pub(crate) use child_args;
 
-/// The exit status: `body`'s, or 2 when `parse` rejects the `args`;
-/// `None` for another kind.
+/// `body`'s status, 2 when `parse` rejects the `args`, `None` for another kind.
 pub(super) fn run_child<T>(
     args: &[String],
     kind: &str,

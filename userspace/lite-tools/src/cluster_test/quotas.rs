@@ -454,8 +454,7 @@ struct Held {
 /// A call of the quota user's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Call {
-    /// `lite_alloc_remote` of this many bytes on the target; the LMR is
-    /// kept (its handle 0 if the call failed).
+    /// `lite_alloc_remote` on the target; the LMR is kept (handle 0 if it failed).
     Alloc(u64),
     /// Frees the LMR kept last.
     FreeLast,
@@ -483,8 +482,7 @@ enum Step {
     Calls(String, Vec<Call>),
     /// A call that must go through, reported by the points after it.
     Quietly(Call),
-    /// Repeats a call until the process holds its whole quota of the
-    /// resource.
+    /// Repeats a call until the process holds its whole quota.
     FillUp(String, Resource, Call),
     /// A call that must fail with `-errno`, the quota of the resource
     /// being the only one it would exceed (`None`: none at all).
@@ -699,8 +697,7 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
         Ok(made)
     }
 
-    /// Undoes a `call` that went through and `made` something; whether
-    /// it could (what it charged stays held otherwise).
+    /// Whether it could; what `call` charged stays held otherwise.
     fn undo(&self, call: Call, made: u64) -> bool {
         let kernel = self.kernel;
         match call {
@@ -760,8 +757,7 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
         }
     }
 
-    /// Repeats `call`, which takes (and counts) more of `resource`, until
-    /// the process holds its whole quota of it or a call fails.
+    /// Until the process holds its whole quota of `resource` or a call fails.
     fn fill_up(&mut self, resource: Resource, call: Call) -> Result<(), String> {
         while self.held.get(resource) < ALLOWANCES.get(resource) {
             self.make(call)?;

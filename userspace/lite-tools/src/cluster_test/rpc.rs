@@ -200,8 +200,7 @@ fn reply<K: Kernel>(kernel: &K, data: &[u8], descriptor: u64) -> c_long {
     unsafe { kernel.reply_message(data.as_ptr().cast(), data.len() as u64, descriptor) }
 }
 
-/// Replies `data` to `descriptor`, then receives from `port` into `buf`
-/// as [`receive`] does; the raw result and the new descriptor.
+/// The raw result and the new descriptor.
 fn reply_and_receive<K: Kernel>(
     kernel: &K,
     (data, descriptor): (&[u8], u64),
@@ -237,7 +236,7 @@ pub(super) fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
     pattern::verify_bytes(found, expected, 0).map_err(|m| m.to_string())
 }
 
-/// `found` must begin with `expected`.
+/// `ret` must be exactly `expected.len()` and `found` begin with `expected`.
 pub(super) fn expect_bytes(ret: c_long, found: &[u8], expected: &[u8]) -> Result<(), String> {
     expect_len(ret, expected.len())?;
     compare(found.get(..expected.len()).unwrap_or(found), expected)
@@ -298,13 +297,11 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// What the service thread `server` saw, or that it panicked.
     fn joined(server: std::thread::ScopedJoinHandle<'_, Served>) -> Served {
         let panicked = || Served::ended(Err("the thread panicked".into()));
         server.join().unwrap_or_else(|_| panicked())
     }
 
-    /// A loop that served nothing and ended as `ending` says.
     fn ended(ending: Result<c_long, String>) -> Served {
         Served {
             requests: 0,
@@ -389,7 +386,6 @@ pub(super) struct Blocker {
 }
 
 impl Blocker {
-    /// Makes the blocking `call` on the calling thread, observably.
     pub(super) fn around<T>(&self, call: impl FnOnce() -> T) -> T {
         self.tid.store(current_thread(), Ordering::SeqCst);
         let result = call();
@@ -397,8 +393,7 @@ impl Blocker {
         result
     }
 
-    /// Waits until the thread sleeps (in the call) or has returned from
-    /// it; fails after `limit`.
+    /// Until the thread sleeps in the call or has returned from it.
     pub(super) fn wait_until_blocked(&self, limit: Duration) -> Result<(), String> {
         let deadline = Instant::now() + limit;
         loop {
@@ -416,8 +411,8 @@ impl Blocker {
         }
     }
 
-    /// Waits until the call returned; after `limit` interrupts the thread
-    /// with `SIGUSR1` until it does. Whether it returned in time.
+    /// After `limit`, interrupts the thread with `SIGUSR1` until the call
+    /// returns; whether it returned in time.
     pub(super) fn wait_finished(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut in_time = true;

@@ -86,8 +86,7 @@ fn post_all<K: Kernel>(
     ))
 }
 
-/// Posts [`MAX_ASYNC_CALLS`] calls to `node` from one thread, checks that
-/// one more gets `-EAGAIN`, then reaps them last first.
+/// One more than [`MAX_ASYNC_CALLS`] gets `-EAGAIN`; reaped last first.
 fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let caller = FIRST_CALLER + node;
     let mut calls = post_all(kernel, (me, node), caller, u64::from(MAX_ASYNC_CALLS))?;
@@ -135,8 +134,7 @@ fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     }
 }
 
-/// Posts [`FENCED_CALLS`] calls and reaps them all with one `lite_fence`;
-/// their ids are gone afterwards.
+/// One `lite_fence` reaps them all; their ids are gone afterwards.
 fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let calls = post_all(kernel, (me, node), FIRST_CALLER + 1, FENCED_CALLS as u64)?;
     let fence = kernel.fence();
@@ -152,8 +150,7 @@ fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// The raw result of posting with the given arguments (any call posted is
-/// reaped, its result returned as the second value).
+/// Any call posted is reaped, its result the second value.
 fn post_raw<K: Kernel>(
     kernel: &K,
     node: u32,

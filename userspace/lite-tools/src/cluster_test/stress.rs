@@ -48,14 +48,12 @@ impl CallTimes {
         }
     }
 
-    /// Notes that call `i` took `took`.
     fn note(&mut self, i: usize, took: Duration) {
         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         self.total_ms[i] += ms;
         self.max_ms[i] = self.max_ms[i].max(ms);
     }
 
-    /// Makes `call`, noting its time as that of call `i`.
     fn time<T>(&mut self, i: usize, call: impl FnOnce() -> T) -> T {
         let started = Instant::now();
         let result = call();
@@ -71,7 +69,6 @@ impl CallTimes {
         fields.join(" ")
     }
 
-    /// Reads [`CallTimes::encode`]'s text.
     fn decode(text: &str) -> Option<CallTimes> {
         let numbers: Result<Vec<u64>, _> = text.split_whitespace().map(str::parse).collect();
         let numbers = numbers.ok()?;

@@ -215,8 +215,7 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs `work` on [`THREADS`] threads at once; what each returned, in
-/// thread order, or the first failure in that order.
+/// What each thread returned in thread order, or the first failure in it.
 fn on_threads<T: Send>(work: impl Fn() -> Result<T, String> + Sync) -> Result<Vec<T>, String> {
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..THREADS).map(|_| scope.spawn(&work)).collect();
@@ -491,8 +490,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     Ok(())
 }
 
-/// `iterations` increments by compare-swap, each retried until it wins,
-/// all within [`CAS_LIMIT`]; the number of retries.
+/// Each retried until it wins, all within [`CAS_LIMIT`]; the retries.
 fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result<u64, String> {
     let won = Deadline::after(
         CAS_LIMIT,
@@ -1026,8 +1024,7 @@ fn freed_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64) -> c_long {
     }
 }
 
-/// `lite_fetch_add` through a mapping of the ATOMIC LMR `handle` that was
-/// granted READ only.
+/// `lite_fetch_add` through a READ-only mapping of the ATOMIC LMR `handle`.
 fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_long {
     let name = name_of(ATOMIC_NAME + 1, me);
     if kernel.add_ask_mr_table(name, handle, PERM_READ, pw) != 0 {

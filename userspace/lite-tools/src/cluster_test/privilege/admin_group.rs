@@ -1,15 +1,8 @@
-//! The administrators' group (debugfs [`ADMIN_GROUP_FILE`]): members of
-//! the group a holder of `CAP_NET_ADMIN` names there pass LITE's
-//! privilege check like holders of the capability; nobody else does.
-//!
-//! On every node, this process (root) checks the file's default
-//! ([`NO_ADMIN_GROUP`]; whatever it holds is put back at the end), sets
-//! the node's own group ([`GID_BASE`] + node id, which nothing else uses)
-//! and unsets it again. Processes of `nobody` without any capability,
-//! in that group, outside it, and in it once it is unset, must get what
-//! the privilege check makes of them from `lite_join` and cannot change
-//! the file. None calls `lite_leave`, which the group allows too: a
-//! member's leave would take the node out of the cluster.
+//! The administrators' group (debugfs [`ADMIN_GROUP_FILE`]), checked on
+//! every node as the README's privilege section describes; whatever the
+//! file held is put back at the end. No process calls `lite_leave`, which
+//! the group allows too: a member's leave would take the node out of the
+//! cluster.
 //!
 //! The processes are copies of this program on the real kernel (reporting
 //! as [`super::super::processes`] describes), and processes of the model
@@ -34,7 +27,7 @@ use crate::IB_PORT;
 
 const KIND: &str = "admin-group";
 
-/// The administrators' group node N sets is `GID_BASE + N`.
+/// The administrators' group node N sets is `GID_BASE + N`, which nothing else uses.
 const GID_BASE: u32 = 4300;
 
 /// It runs as `nobody`.
@@ -134,8 +127,7 @@ fn probe_process<K: Kernel, W: Write>(
     }
 }
 
-/// What `lite_join` with the real manager must return, negated, to a
-/// process on a member node that the privilege check `admitted` or not.
+/// Negated, to a process on a member node, with the real manager.
 fn join_errno(admitted: bool) -> i32 {
     if admitted {
         libc::EISCONN

@@ -15,8 +15,7 @@ const CORRUPT_SETTLE: Duration = Duration::from_millis(300);
 const CORRUPT_NOTICE: Duration = Duration::from_secs(10);
 const WHY_NO_FAULTS: &str = "needs the real kernel's RPC fault injection";
 
-/// The server and client nodes of the corrupt ring case, the same on
-/// every node; `None` for a single node, which has no other to call.
+/// The same on every node; `None` for a single node.
 fn corrupt_roles(nodes: u32) -> Option<(u32, u32)> {
     (nodes >= 2).then_some((CORRUPT_SERVER, CORRUPT_CLIENT))
 }
@@ -71,12 +70,8 @@ fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), Str
     unless(took <= CORRUPT_NOTICE, late)
 }
 
-/// The client's calls that break the ring: the first stays queued, since
-/// nobody receives from the port yet; once it surely landed, the kernel
-/// is told to corrupt the header of the next request to `server`, which
-/// the second call makes. Both must fail with -EPROTO within
-/// [`CORRUPT_NOTICE`]. The fault is disarmed once the second call
-/// returned, posted or not.
+/// The second call's header is corrupted only once the first surely landed;
+/// the fault is disarmed once the second call returned, posted or not.
 fn corrupt_faulty_calls<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -231,17 +226,15 @@ fn judge_corrupt_server(
     unless(failures.is_empty(), || failures.join("; "))
 }
 
-/// A client's ring on a server is broken on purpose: the client leaves a
-/// call's request queued on a port nobody receives from yet, then has its
-/// kernel corrupt the header of its next request there
-/// ([`RPC_FAULT_FILE`]). The server must discard the ring's requests and
-/// tell the client, whose two callers then fail at once with -EPROTO
-/// instead of waiting for the RPC timeout; the client's next calls find
-/// the port afresh and are served, and the receiver started meanwhile
-/// gets those and nothing of before. The server is [`CORRUPT_SERVER`],
-/// the client [`CORRUPT_CLIENT`]; the other nodes only enter the
-/// barriers. Skipped alike on every node, its barriers with it, when the
-/// kernel cannot inject the fault or there is no second node.
+/// The client leaves a call's request queued on a port nobody receives
+/// from yet, then has its kernel corrupt its next request's header there
+/// ([`RPC_FAULT_FILE`]): the server must discard the ring's requests and
+/// tell the client, whose two callers fail at once with -EPROTO, not after
+/// the RPC timeout; its next calls find the port afresh and are served,
+/// and the receiver started meanwhile gets those and nothing of before.
+/// The other nodes only enter the barriers; every node skips alike,
+/// barriers included, when the kernel cannot inject the fault or there is
+/// no second node.
 pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let port = CORRUPT_PORT;

@@ -19,8 +19,7 @@ struct DyingRound {
     port: u32,
     /// The node whose child process serves the port.
     server: u32,
-    /// Requests the server receives, of the [`DYING_CALLERS`] of every
-    /// node, before it dies.
+    /// Of the [`DYING_CALLERS`] of every node, before it dies.
     held: u32,
 }
 

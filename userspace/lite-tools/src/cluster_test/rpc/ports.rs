@@ -12,8 +12,7 @@ const DYING_MAX: u64 = 1024;
 /// node hosting it, waiting forever.
 const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
 
-/// Calls on closed ports, and closing ports under waiting callers and
-/// receivers.
+/// Closing ports under waiting callers and receivers, and calls on closed ones.
 pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let mut answer = [0u8; 16];
@@ -255,8 +254,7 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
     tap.check_or_skip(&exiting, skipped, || exiting_process(kernel, me));
 }
 
-/// Runs a child `foreign` case against a descriptor and a queued one-way
-/// message of this process's private port.
+/// Against a descriptor and a queued one-way message of the private port.
 fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
     expect_zero(register(
         kernel,

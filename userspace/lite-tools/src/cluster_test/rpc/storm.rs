@@ -195,8 +195,7 @@ pub(super) fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node)
     Ok(())
 }
 
-/// One storm round on its fresh port: served by [`STORM_SERVERS`]
-/// threads on every node, stormed by every node at once, then closed.
+/// Served by [`STORM_SERVERS`] threads on every node, then closed.
 fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, round: u32) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let port = storm_port(round);
