@@ -83,13 +83,11 @@ pub struct TestConfig {
     pub cm: Ipv4Addr,
     /// Number of nodes running the test.
     pub nodes: u32,
-    /// Most bytes of whole-LMR traffic this node may cause
-    /// (see [`plan_data_cases`]).
+    /// Most bytes of whole-LMR traffic this node may cause ([`plan_data_cases`]).
     pub data_budget: u64,
 }
 
-/// This node's place in the cluster for a case: its id `me` among the
-/// `nodes` (ids 1..=nodes), and the password of the LMRs it allocates.
+/// Node ids are 1..=nodes; `password` is that of the LMRs `me` allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Node {
     pub me: u32,
@@ -110,8 +108,7 @@ impl Node {
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
 
-/// The point "`what` returns -ERRNO", to check later that `call` returns
-/// `-errno`.
+/// The point "`what` returns -ERRNO", checked later.
 fn refused<'a>(
     what: impl std::fmt::Display,
     errno: i32,
@@ -121,10 +118,8 @@ fn refused<'a>(
     (description, Box::new(move || expect_errno(call(), errno)))
 }
 
-/// Runs the whole cluster test, reporting each test point to `tap`;
-/// `all_joined` runs once every node has joined, before this node makes
-/// any LMR of the test (to note LITE's resources as they are with every
-/// peer connected and no test memory).
+/// `all_joined` runs once every node has joined, before this node makes any
+/// LMR of the test (to note LITE's resources with every peer connected).
 pub fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -166,7 +161,6 @@ pub fn run<K: Kernel, W: Write>(
     let _ = run_cases(kernel, tap, config, me);
 }
 
-/// Every case once every node joined, in the same order on every node;
 /// `Err` once the nodes are out of step.
 fn run_cases<K: Kernel, W: Write>(
     kernel: &K,
@@ -327,8 +321,7 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     }
 }
 
-/// Joins and checks that joining again is refused; returns this node's id
-/// unless the node could not join.
+/// This node's id, unless it could not join.
 fn join<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -376,7 +369,6 @@ fn freed<K: Kernel>(kernel: &K, ret: c_long) -> c_long {
     ret
 }
 
-/// Human name of an allocation target, relative to this node.
 pub(crate) fn target_name(me: u32, target: u32) -> String {
     match target {
         NODE_SPREAD => "spread (node 0)".to_string(),
@@ -392,8 +384,6 @@ fn pieces(size: u64) -> impl Iterator<Item = (u64, usize)> {
         .map(move |offset| (offset, MAX_TRANSFER.min(size - offset) as usize))
 }
 
-/// Allocates, writes and reads back a whole LMR, probes its chunk
-/// boundaries, and frees it.
 fn data_case<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -738,8 +728,7 @@ pub(crate) mod tests {
         crate::tap::capture(|tap| run(kernel, tap, &config(nodes), |_, _| {}))
     }
 
-    /// Runs the test on every node of a cluster at once, one thread per
-    /// node; the output and summary of each node, in id order.
+    /// One thread per node; the results in id order.
     fn run_cluster(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
         run_kernels(FakeKernel::cluster(nodes, defects), nodes, defects)
     }
@@ -776,13 +765,11 @@ pub(crate) mod tests {
         kernel
     }
 
-    /// The descriptions of the failed points a child reported.
     pub(super) fn failed_points(points: &processes::ChildPoints) -> Vec<&str> {
         let failed = points.iter().filter(|(_, outcome)| outcome.is_err());
         failed.map(|(what, _)| what.as_str()).collect()
     }
 
-    /// The defects `set` switches on, and no others.
     pub(crate) fn defects_with(set: fn(&mut Defects)) -> Defects {
         let mut defects = Defects::default();
         set(&mut defects);
@@ -871,8 +858,7 @@ pub(crate) mod tests {
         assert_eq!(Some(points.to_string().as_str()), total_node, "{output}");
     }
 
-    /// A defect of the model and what the run must show on each node it
-    /// checks.
+    /// A defect of the model and what the run must show on the nodes checked.
     #[derive(Default)]
     struct Caught {
         defects: Defects,
@@ -898,8 +884,7 @@ pub(crate) mod tests {
     /// named as in [`Caught::first`], and parts of its output.
     type OfNode = fn(u32) -> (Vec<String>, Vec<String>);
 
-    /// What the defect `set` switches on must at least cause on each of
-    /// two nodes.
+    /// What `set`'s defects must at least cause on each of two nodes.
     fn caught(set: fn(&mut Defects)) -> Caught {
         Caught {
             defects: defects_with(set),
@@ -908,7 +893,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Whether a failure's `line` is the test point `expected` names.
     fn names(line: &str, expected: &str) -> bool {
         if expected.starts_with(" - ") {
             line.ends_with(expected)
@@ -1173,8 +1157,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Like [`run_cluster`], failing (rather than hanging) if the run does
-    /// not end within 240 s.
+    /// Like [`run_cluster`], failing rather than hanging after 240 s.
     fn run_cluster_within_bound(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
         let (sender, results) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

@@ -35,7 +35,6 @@ const CLI: Cli = Cli {
     ],
 };
 
-/// The test's configuration, and where to save the resource counters.
 fn parse_config(parsed: &Parsed) -> Result<(TestConfig, Option<PathBuf>), ArgError> {
     let config = TestConfig {
         cm: parsed.required_with("cm", parse_cm_address)?,

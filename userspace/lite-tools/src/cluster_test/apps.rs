@@ -1,11 +1,6 @@
-//! The paper's applications (`userspace/apps`), run on every node at once at a
-//! small size: LITE-Log with concurrent appenders on every node and a writer
-//! killed mid-append, LITE-MapReduce's two jobs and LITE-Graph's two
-//! algorithms, each over LITE, over TCP (their baselines) and alone on the
-//! node, and LITE-Graph's also over LITE-DSM (LITE-Graph-DSM). Every run
-//! checks its result against a single-process reference and exits with 1 if it
-//! differs; the rank that gathers the result prints it as a `LITE-APP ...
-//! checked=yes` line.
+//! The paper's applications, run on every node at once as the README's
+//! "Applications" section describes; every run checks its result against a
+//! single-process reference, and a `LITE-APP` line must say `checked=yes`.
 
 use std::io::Write;
 use std::net::Ipv4Addr;
@@ -16,7 +11,6 @@ use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// Where the guests have LITE's Rust programs.
 const PROGRAM_DIR: &str = "/bin";
 
 /// First TCP port of the TCP versions; each run takes the next one, so
@@ -75,8 +69,7 @@ fn own_address() -> Result<Ipv4Addr, String> {
         .ok_or_else(|| format!("no lite.ip= on the kernel command line: {cmdline}"))
 }
 
-/// The TCP hosts of an `nodes`-node guest cluster, in rank order, and this
-/// guest's rank among them.
+/// The TCP hosts in rank order, and this guest's rank among them.
 fn tcp_layout(own: Ipv4Addr, nodes: u32) -> Result<(String, u32), String> {
     let [a, b, c, last] = own.octets();
     let rank = u32::from(last)
@@ -90,8 +83,7 @@ fn tcp_layout(own: Ipv4Addr, nodes: u32) -> Result<(String, u32), String> {
     Ok((hosts, rank))
 }
 
-/// Runs `program` with `args` to the end and judges it: exit status 0,
-/// and a `LITE-APP` line, if it printed one, saying `checked=yes`.
+/// A `LITE-APP` line, if it printed one, must say `checked=yes`.
 fn run_and_judge(program: &str, args: &[String]) -> Result<(), String> {
     let finished = run_in(PROGRAM_DIR, program, args)?;
     judge(&finished, &[])?;
@@ -107,7 +99,6 @@ fn run_and_judge(program: &str, args: &[String]) -> Result<(), String> {
     }
 }
 
-/// Runs the applications on node `me`.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

@@ -16,32 +16,26 @@ use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// Where the guests have the C programs.
 const PROGRAM_DIR: &str = "/usr/bin";
 
-/// The Python package's cluster test in the guests (where the harness's
-/// `guest_python` puts it).
+/// Where the harness's `guest_python` puts it.
 const PYTHON_TEST: &str = "/usr/share/lite/python/cluster_test.py";
 
 /// The README's Python snippet in the guests.
 const README_EXAMPLE: &str = "/usr/share/lite/python/readme_example.py";
 
-/// The compatibility test, linked both ways.
+/// Linked both ways.
 const COMPAT_TESTS: [&str; 2] = ["lite-compat-test", "lite-compat-test-static"];
 
-/// Longest a program may run.
 const PROGRAM_LIMIT: Duration = Duration::from_secs(180);
 
-/// The node serving `lite_rpc`'s calls.
 const RPC_SERVER: u32 = 1;
 
-/// A finished program: how it ended and what it printed.
 pub(super) struct Finished {
     pub(super) status: ExitStatus,
     pub(super) stdout: String,
 }
 
-/// Starts `program` of `dir` with `args`, stdout piped.
 fn start(dir: &str, program: &str, args: &[String]) -> Result<std::process::Child, String> {
     Command::new(Path::new(dir).join(program))
         .args(args)
@@ -52,8 +46,7 @@ fn start(dir: &str, program: &str, args: &[String]) -> Result<std::process::Chil
         .map_err(|e| format!("starting {program}: {e}"))
 }
 
-/// Waits for `child` for at most [`PROGRAM_LIMIT`] (killing it then),
-/// reading its output meanwhile.
+/// Kills `child` after [`PROGRAM_LIMIT`]; reads its output meanwhile.
 fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
     let reader = child.stdout.take().map(|mut out| {
         std::thread::spawn(move || {
@@ -79,17 +72,14 @@ fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, Str
     Ok(Finished { status, stdout })
 }
 
-/// Runs `program` to the end.
 fn run_program(program: &str, args: &[String]) -> Result<Finished, String> {
     run_in(PROGRAM_DIR, program, args)
 }
 
-/// Runs `program` of `dir` to the end.
 pub(super) fn run_in(dir: &str, program: &str, args: &[String]) -> Result<Finished, String> {
     finish(program, start(dir, program, args)?)
 }
 
-/// Checks that the program exited with 0 and printed `wanted` lines.
 pub(super) fn judge(finished: &Finished, wanted: &[&str]) -> Result<(), String> {
     if !finished.status.success() {
         return Err(format!(
@@ -140,8 +130,6 @@ fn points_test<W: Write>(tap: &mut Tap<W>, label: &str, program: &str, args: &[S
     );
 }
 
-/// Runs `program` with `args` as the point `point`: it must exit with 0
-/// and print every line of `wanted`.
 fn check_program<W: Write>(
     tap: &mut Tap<W>,
     point: &str,
@@ -172,7 +160,6 @@ fn rpc_example<W: Write>(tap: &mut Tap<W>, cm: &str, me: u32, nodes: u32) {
     }
 }
 
-/// Runs the C programs of node `me`.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,

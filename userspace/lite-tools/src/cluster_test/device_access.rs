@@ -1,18 +1,6 @@
-//! Remote access confined by the device: peers reach only memory LITE
-//! registered (its pool of LMR chunks, rings, reply slots, lock words and
-//! tables, and registered user buffers), and the device itself refuses
-//! everything else, not LITE's software on the target.
-//!
-//! The node's kernel runs the checks on request ([`ACCESS_PROBE_FILE`]),
-//! against every peer: through a queue pair the peer makes for the check
-//! (a refused access breaks a queue pair, so LITE's own connections are
-//! not used), RDMA writes and reads with a key of the peer's pool to a pool
-//! buffer (accepted), to the peer's kernel memory outside every region
-//! (refused by the peer's device, the memory unchanged), past the end of a
-//! region (refused), with the key of a region the peer released
-//! (refused), and with the key a buffer in use had before the peer replaced
-//! its keys, as it does when a node is fenced (refused, the buffer
-//! unchanged). Each line of the answer is one TAP point here.
+//! Remote access confined by the device: the kernel's access probe
+//! ([`ACCESS_PROBE_FILE`], `rust-lite/internal/probe` says what it checks)
+//! run against every peer, each line of its answer one TAP point here.
 
 use std::io::Write;
 
@@ -26,8 +14,6 @@ use crate::tap::Tap;
 /// went missing.
 const CHECKS: usize = 6;
 
-/// Runs the device's access checks from this node against its `nodes - 1`
-/// peers and reports each.
 pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     let what = format!("node {me}: the peers' devices confine remote access to LITE's regions");
@@ -56,8 +42,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     );
 }
 
-/// Each check of the kernel's answer with its outcome: lines are
-/// `ok NAME`, `FAIL NAME` or `FAIL NAME: error ERRNO`.
+/// Lines are `ok NAME`, `FAIL NAME` or `FAIL NAME: error ERRNO`.
 fn parse(text: &str) -> Vec<(String, Result<(), String>)> {
     text.lines()
         .filter(|line| !line.trim().is_empty())

@@ -42,7 +42,6 @@ const HOME_PAGES: [usize; 3] = [CHUNK_PAGES - 1, CHUNK_PAGES, 2 * CHUNK_PAGES];
 /// What every other node lets node 1's LMRs hold on it beyond what they
 /// hold while the region is created: less than the region.
 const SHARE: u64 = CHUNK_SIZE + CHUNK_SIZE / 2;
-/// Words of a page.
 const WORDS: usize = PAGE / 8;
 const PAGE: usize = 4096;
 
@@ -58,11 +57,8 @@ const TURNS_PAGE: usize = 11;
 const READERS_PAGE: usize = 12;
 const SHARED_PAGE: usize = 13;
 
-/// Critical sections per node in the message passing case.
 const LOCKED_ROUNDS: u64 = 20;
-/// Rounds of the barrier-ordered cases.
 const ROUNDS: u64 = 12;
-/// Increments per node of the false sharing case.
 const SHARED_INCREMENTS: u64 = 100;
 
 pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
@@ -206,15 +202,12 @@ pub(crate) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "the end of the DSM region")
 }
 
-/// A case's outcome, or why one of its barriers failed (the nodes are out
-/// of step).
+/// `Err` once one of the case's barriers failed.
 type CaseResult = Result<Result<(), String>, String>;
 type Case<K> = fn(&K, Node, &Mapping, LiteLock) -> CaseResult;
 
-/// The region's password.
 const REGION_PASSWORD: u64 = 0x4453_4d70_6173_7377;
 
-/// What this process's user holds of its quotas on this node.
 fn root_usage<K: Kernel>(kernel: &K) -> Result<Usage, String> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
@@ -254,7 +247,6 @@ fn limit_node_1<K: Kernel, W: Write>(
     }
 }
 
-/// The index of word `index` of page `page`.
 fn word(page: usize, index: usize) -> usize {
     page * WORDS + index
 }
@@ -266,12 +258,10 @@ fn open_and_map(ret: Option<c_long>, size: u64) -> Result<(Region, Mapping), Str
     Ok((region, map))
 }
 
-/// Enters the case's barrier `name`.
 fn step<K: Kernel>(kernel: &K, nodes: u32, name: &str) -> Result<(), String> {
     enter_barrier(kernel, nodes, BARRIER_LIMIT, name)
 }
 
-/// Notes the first of the case's wrong values.
 fn expect(first_wrong: &mut Option<String>, ok: bool, what: impl FnOnce() -> String) {
     if !ok && first_wrong.is_none() {
         *first_wrong = Some(what());
@@ -428,7 +418,6 @@ fn skip_case<K: Kernel>(kernel: &K, at: Node, barriers: usize) -> CaseResult {
     Ok(Err("the region is not mapped".into()))
 }
 
-/// Misuse of `lite_dsm_open` and `mmap`.
 fn misuse<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, size: u64) {
     let me = at.me;
     let other = if me == 1 { 2 } else { 1 };

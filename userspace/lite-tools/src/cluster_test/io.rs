@@ -23,17 +23,13 @@ use super::round_labels;
 /// tens of seconds), and the first one for every node to boot and join.
 pub const BARRIER_LIMIT: Duration = Duration::from_secs(10 * 60);
 
-/// The nodes are out of step: a barrier failed, so the rounds after it
-/// would pair different points of the test on different nodes. Its test
-/// point and a bail-out have been reported; the run ends.
+/// A barrier failed, its point and a bail-out are reported: the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfStep;
 
-/// What a part of the cluster test that enters barriers returns: `Err`
-/// once the nodes are out of step.
+/// `Err` once the nodes are out of step.
 pub type InStep = Result<(), OutOfStep>;
 
-/// Why a case on a debugfs file cannot run on a kernel without debugfs.
 pub const NO_DEBUGFS: &str = "this kernel has no debugfs";
 
 pub fn read_debugfs_as<K: Kernel, T, E: Display>(
@@ -46,7 +42,6 @@ pub fn read_debugfs_as<K: Kernel, T, E: Display>(
     parse(&text).map_err(|e| format!("{file}: {e}"))
 }
 
-/// Writes `line` (and a newline) to debugfs file `file`.
 pub fn write_debugfs_line<K: Kernel>(
     kernel: &K,
     file: &str,
@@ -58,8 +53,7 @@ pub fn write_debugfs_line<K: Kernel>(
     written.map_err(|e| format!("writing \"{line}\" to {file}: {}", describe_error(&e)))
 }
 
-/// Writes `line` to debugfs file `file`, which must refuse it with one of
-/// `errnos`.
+/// `file` must refuse `line` with one of `errnos`.
 pub fn refused_debugfs_line<K: Kernel>(
     kernel: &K,
     file: &str,
@@ -91,7 +85,6 @@ pub fn read_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, buf: &mut [u8], 
     unsafe { kernel.rdma_read(handle, into, len, offset, PRIORITY_NONE, pw) }
 }
 
-/// Reads `len` bytes at `offset`, or describes the failure.
 pub fn read_vec<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -105,7 +98,6 @@ pub fn read_vec<K: Kernel>(
     Ok(buf)
 }
 
-/// Writes `data` at `offset`, or describes the failure.
 pub fn write_ok<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -117,8 +109,7 @@ pub fn write_ok<K: Kernel>(
         .map_err(|e| format!("write of {} B at offset {offset}: {e}", data.len()))
 }
 
-/// Whether an asynchronous operation that started with `ret` failed with
-/// `-errno`, either at once or when reaped.
+/// Whether an asynchronous operation failed with `-errno` at once or when reaped.
 fn started_or_reaped_errno<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(), String> {
     if ret <= 0 {
         return expect_errno(ret, errno);
@@ -188,7 +179,6 @@ macro_rules! check_each {
 }
 pub(crate) use check_each;
 
-/// Reports the point `description`: whether `ret` is 0.
 pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
     tap.check(description, expect_zero(ret))
 }
@@ -235,14 +225,12 @@ pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
     }
 }
 
-/// Reports a handle-returning call; the handle, or 0 (which every later
-/// call rejects) when it failed.
+/// The handle, or 0 (which every later call rejects) when it failed.
 pub fn check_handle<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> u64 {
     tap.check_value(description, handle_of(ret, "the call"))
         .unwrap_or(0)
 }
 
-/// How often [`await_members`] looks at the cluster's size.
 const MEMBERS_POLL: Duration = Duration::from_millis(200);
 
 /// Waits, within `limit`, until the cluster has `nodes` members as this
@@ -267,7 +255,6 @@ pub fn await_members<K: Kernel>(kernel: &K, nodes: u32, limit: Duration) -> Resu
     }
 }
 
-/// The reason of a failed barrier: `barrier failed: ` and why.
 pub fn barrier_failed(why: &str) -> String {
     format!("barrier failed: {why}")
 }
@@ -291,8 +278,7 @@ pub fn enter_barrier<K: Kernel>(
     }
 }
 
-/// Reports test point `point`, a barrier that failed with `reason` (see
-/// [`enter_barrier`]), and that the run ends here.
+/// Reports the failed barrier `point` and that the run ends here.
 pub fn out_of_step<W: Write>(tap: &mut Tap<W>, point: &str, reason: &str) -> OutOfStep {
     tap.not_ok(
         &format!("{point}: {reason}"),

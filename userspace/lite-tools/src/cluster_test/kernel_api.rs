@@ -10,7 +10,6 @@ use std::io::Write;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
-/// The KUnit suite holding the kernel API cases.
 pub const SUITE: &str = "lite_cluster";
 
 /// The cases the suite must report, each as passed.
@@ -58,8 +57,7 @@ fn case_results(results: &str) -> Vec<(String, Result<(), String>)> {
     cases
 }
 
-/// Diagnostic lines (`# ...`) of `results` that KUnit printed for failed
-/// checks, for the report.
+/// KUnit's diagnostic lines (`# ...`) for failed checks.
 fn diagnostics(results: &str) -> String {
     results
         .lines()
@@ -73,7 +71,6 @@ fn point(case: &str) -> String {
     format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes")
 }
 
-/// Runs the suite and reports each of [`CASES`].
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32) {
     // Why no case ran: a reason to skip them, or a failure.
     let not_run = match (nodes >= 2).then(|| kernel.run_kunit_suite(SUITE)) {
@@ -90,7 +87,6 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32)
     }
 }
 
-/// Reports each of [`CASES`] as `results` give it.
 fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
     let reported = case_results(results);
     for case in CASES {

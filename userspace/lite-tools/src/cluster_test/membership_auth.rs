@@ -35,16 +35,13 @@ use crate::keyring::{add_cluster_secret, join_new_session_keyring, SESSION_KEYRI
 use crate::tap::Tap;
 use crate::IB_PORT;
 
-/// Child kind (after the child subcommand) of these joins.
 const KIND: &str = "join-auth";
 
-/// Port of the fake manager on this node.
 const FAKE_MANAGER_PORT: u16 = 18599;
 
 /// Longest the fake manager waits for the node, and for each of its frames.
 const FAKE_MANAGER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Why the checks are skipped on a model.
 const WHY_SKIPPED: &str = "needs the real kernel's keyrings";
 
 /// The secret a child puts in its keyring instead of the cluster's.
@@ -102,8 +99,7 @@ impl Case {
     }
 }
 
-/// Runs the refused joins, one test point each, on a node that has not
-/// joined; `skip` when it joined before the test started.
+/// `skip` when the node joined before the test started.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -161,7 +157,6 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
     expect_errno(id, libc::ENOTCONN).map_err(|e| format!("get_node_id: {e}"))
 }
 
-/// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
     let points = points_of(spawn(KIND, &[&case.name, &manager.ip(), &manager.port()])?)?;
     match <[_; 1]>::try_from(points) {
@@ -247,8 +242,7 @@ fn impersonate(mut stream: TcpStream) -> Result<(), String> {
     }
 }
 
-/// Entry point of the children of these joins: `args` follow the child
-/// subcommand. The exit status, or `None` for other kinds.
+/// The exit status, or `None` for other child kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     let parse = |rest: &[String]| {
         let [case, ip, port] = rest else {
@@ -268,8 +262,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     })
 }
 
-/// Prepares this process's keyrings for `case` and checks that the join
-/// to `manager` fails as it must.
+/// Prepares this process's keyrings for `case`; the join must then fail.
 fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Result<(), String> {
     if case.held.is_some() {
         join_new_session_keyring().map_err(|e| format!("joining a new session keyring: {e}"))?;

@@ -26,10 +26,8 @@ use crate::pattern;
 use crate::plan::next_node;
 use crate::tap::Tap;
 
-/// Longest a polled asynchronous read may take to complete.
 const POLL_LIMIT: Duration = Duration::from_secs(10);
 
-/// Pause between polls of an asynchronous read.
 const POLL_PAUSE: Duration = Duration::from_micros(200);
 
 const KIB: u64 = 1024;
@@ -38,7 +36,6 @@ const KIB: u64 = 1024;
 const OPS_LMR_SIZE: u64 = CHUNK_SIZE + 256 * KIB;
 /// Start of the window (around the chunk boundary) the checks mirror.
 const WINDOW_START: u64 = CHUNK_SIZE - 256 * KIB;
-/// Length of the mirrored window: to the end of the LMR.
 const WINDOW_LEN: u64 = OPS_LMR_SIZE - WINDOW_START;
 
 pub const LARGE_SPREAD_SIZE: u64 = 256 << 20;
@@ -236,9 +233,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
     check_zero(tap, "memmove of 0 B returns 0", ret);
 }
 
-/// Starts an `rdma_read_async` into `buf` from `offset` of `handle`; the
-/// raw result.
-///
 /// # Safety
 ///
 /// `buf` must stay in place and untouched until the operation is reaped
@@ -255,13 +249,10 @@ unsafe fn start_read<K: Kernel>(
     unsafe { kernel.rdma_read_async(handle, at, len, offset, PRIORITY_NONE, password) }
 }
 
-/// Number of operations kept in flight.
 const IN_FLIGHT: u64 = 32;
-/// Size of each of them.
 const ASYNC_PIECE: u64 = 16 * KIB;
 
-/// Starts an `rdma_write_async` of each [`ASYNC_PIECE`] of `data`, the
-/// first at `base`; the operations started and the first failure.
+/// The operations started and the first failure.
 fn write_pieces_async<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -662,8 +653,7 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target
     check_free(tap, me, "the new calls' probe LMR returns 0", Some(lmr));
 }
 
-/// `ret`, after releasing the handle it is if a call that must fail
-/// created one anyway.
+/// `ret`, after releasing the handle a call that must fail created anyway.
 fn released<K: Kernel>(kernel: &K, ret: libc::c_long) -> libc::c_long {
     if ret > 0 {
         let handle = ret.unsigned_abs();

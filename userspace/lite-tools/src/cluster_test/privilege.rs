@@ -53,13 +53,10 @@ mod admin_group;
 /// User and group the unprivileged copy runs as (`nobody`, `nogroup`).
 const NOBODY: u32 = 65534;
 
-/// Child kind (after [`CHILD_SUBCOMMAND`](super::processes::CHILD_SUBCOMMAND)) of the unprivileged copy.
 const KIND: &str = "unprivileged";
 
-/// Size of the LMRs allocated here.
 const LMR_SIZE: u64 = 4096;
 
-/// What the unprivileged process needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Probe {
     /// The manager, which it tries to join.
@@ -79,9 +76,7 @@ child_args!(Probe, KIND, "CM NODE TARGET PASSWORD", {
     password: "password",
 });
 
-/// Checks, on a node that is a member, what a process without
-/// `CAP_NET_ADMIN` may do; reports as test points, then checks that the
-/// node is still a member.
+/// Ends by checking that the node is still a member.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, config: &TestConfig) {
     let probe = Probe {
         cm: config.cm,
@@ -126,9 +121,7 @@ pub(super) fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints)
     }
 }
 
-/// The calls a process without `CAP_NET_ADMIN` makes on member node
-/// `probe.me`, each with its verdict. The descriptions hold no `": "`, as
-/// a child's `fail` lines need.
+/// The descriptions hold no `": "`, as a child's `fail` lines need.
 fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
     let (cm, me, target) = (probe.cm, probe.me, probe.target);
     let eperm = |call: &str, ret| {
@@ -163,8 +156,6 @@ fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
     ]
 }
 
-/// Allocates an LMR on the probe's target, writes a pattern, reads it back
-/// and frees it.
 fn lmr_round_trip<K: Kernel>(kernel: &K, probe: Probe) -> Result<(), String> {
     let (me, target, password) = (probe.me, probe.target, probe.password);
     let lmr = Region::alloc(kernel, target, LMR_SIZE, 0, password)?;
@@ -202,8 +193,7 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
     tap.check(&point, lmr_round_trip(kernel, probe));
 }
 
-/// Runs a copy of this program (`__child ARGS..`) started as user `uid`
-/// and group `gid`; the points it reported, and how it ended.
+/// The points the copy reported, and how it ended.
 fn in_child(uid: u32, gid: u32, args: &[String]) -> (ChildPoints, Result<(), String>) {
     let mut child = match spawn_as(uid, gid, args) {
         Ok(child) => child,
@@ -214,16 +204,13 @@ fn in_child(uid: u32, gid: u32, args: &[String]) -> (ChildPoints, Result<(), Str
     (points, finish(child))
 }
 
-/// Starts `lite-cluster-test __child ARGS..` as user `uid` and group
-/// `gid`, with its stdin and stdout piped.
-///
-/// Between fork and exec, std calls setgid, then `setgroups(0, NULL)`
-/// (what [`CommandExt::uid`] does when no groups are given; setting them
+/// Between fork and exec, std calls setgid, then `setgroups(0, NULL)` (what
+/// [`CommandExt::uid`] does when no groups are given; setting them
 /// explicitly is not stable yet), then setuid: the copy keeps neither a
 /// supplementary group nor, since its uid is no longer 0, any capability;
-/// `gid` is its real, effective and file system group.
-/// It then runs on its own: the program is static and reads no file
-/// (it checks its credentials in `/proc/self`, its own).
+/// `gid` is its real, effective and file system group. It then runs on its
+/// own: the program is static and reads no file (it checks its credentials
+/// in `/proc/self`, its own).
 pub(super) fn spawn_as(uid: u32, gid: u32, args: &[String]) -> Result<Child, String> {
     let mut command = child_command(args)?;
     // The working directory of root may be closed to others.
@@ -250,8 +237,7 @@ fn closed_to_others(exe: &Path) -> Option<&Path> {
     paths.into_iter().find(closed)
 }
 
-/// Entry point of the unprivileged copy: `args` follow
-/// [`CHILD_SUBCOMMAND`](super::processes::CHILD_SUBCOMMAND). The exit status, or `None` for other kinds.
+/// The exit status, or `None` for other child kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);

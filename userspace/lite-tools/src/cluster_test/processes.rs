@@ -37,7 +37,6 @@ const FOREIGN_HANDLE_CASE: &str =
     "a second process using this process's handle gets -EBADF for every call";
 const LEAK_NAME: u16 = 0x4c4b;
 const CONCURRENT_NAME: u16 = 0x434f;
-/// Bytes each concurrent child owns in the shared LMR.
 const REGION: u64 = 768 << 10;
 const RECORD: usize = 64;
 const CHILDREN_PER_NODE: u32 = 2;
@@ -62,8 +61,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     concurrent(kernel, tap, at, real)
 }
 
-/// The command `lite-cluster-test __child ARGS..`, with its stdin and
-/// stdout piped.
+/// Stdin and stdout are piped.
 pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut command = Command::new(exe);
@@ -73,7 +71,6 @@ pub(super) fn child_command(args: &[String]) -> Result<Command, String> {
     Ok(command)
 }
 
-/// Starts a child of `kind` with `args`, as they print.
 pub(super) fn spawn(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
     let mut all = vec![kind.to_string()];
     all.extend(args.iter().map(|arg| arg.to_string()));
@@ -81,8 +78,7 @@ pub(super) fn spawn(kind: &str, args: &[&dyn Display]) -> Result<Child, String> 
     spawned.map_err(|e| format!("spawning a child: {e}"))
 }
 
-/// In a child: says `ready`, then waits for its parent's word (a line on
-/// stdin, or its end).
+/// In a child: says `ready`, then waits for a line on stdin or its end.
 pub(super) fn ready_then_wait() {
     crate::say(format_args!("ready"));
     let _ = std::io::stdin().read_line(&mut String::new());
@@ -95,7 +91,6 @@ pub(super) fn tell_go(child: &mut Child) {
     }
 }
 
-/// Test points a child reported.
 pub(super) type ChildPoints = Vec<(String, Result<(), String>)>;
 
 /// Prints a child's test point, as its parent [`collect`]s it.
@@ -106,7 +101,6 @@ pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
     }
 }
 
-/// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
     collect_with(out, until_ready, |_| {})
 }
@@ -121,15 +115,14 @@ pub(super) fn first_failure(points: ChildPoints) -> Result<(), String> {
         .map_or(Ok(()), |(what, e)| Err(format!("{what}: {e}")))
 }
 
-/// Leaves a failed `outcome` as it is; otherwise makes it the first of
-/// the child's `points` that failed.
+/// Keeps a failure already in `outcome`.
 pub(super) fn keep_first_failure(outcome: &mut Result<(), String>, points: ChildPoints) {
     if outcome.is_ok() {
         *outcome = first_failure(points).map_err(|e| format!("child: {e}"));
     }
 }
 
-/// The outcome of a child's points: all passed, and `expected` of them.
+/// All passed, and `expected` of them.
 pub(super) fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
     if points.len() != expected {
         return Err(format!("reported {} of {expected} checks", points.len()));
@@ -214,9 +207,7 @@ macro_rules! child_args {
 }
 pub(crate) use child_args;
 
-/// Runs a child of `kind` on the plan `parse` makes of its `args` (which
-/// follow the child subcommand); its exit status: `body`'s, or 2 when
-/// `parse` rejects the rest. `None` for another kind.
+/// `body`'s status, 2 when `parse` rejects the `args`, `None` for another kind.
 pub(super) fn run_child<T>(
     args: &[String],
     kind: &str,
@@ -408,8 +399,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
     Ok(())
 }
 
-/// Entry point of a child: `args` follow [`CHILD_SUBCOMMAND`]. Returns the
-/// exit status. The child ends after [`CHILD_TIME_LIMIT`] at the latest.
+/// The child ends after [`CHILD_TIME_LIMIT`] at the latest.
 pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if kernel.spawns_processes() {
         let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);

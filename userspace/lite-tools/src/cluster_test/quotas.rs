@@ -43,7 +43,6 @@ use crate::kernel::{Kernel, Region};
 use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
-/// Child kind (after the child subcommand) of the quota user's process.
 const KIND: &str = "quota-user";
 
 /// The quota user of node N is `UID_BASE + N`.
@@ -52,38 +51,29 @@ pub(super) const UID_BASE: u32 = 4242;
 /// How much more than it holds the quota user may hold, per resource.
 const ALLOWANCES: Usage = PerResource([1 << 20, 64 << 10, 8, 3, 2, 2]);
 
-/// Size of the small LMRs and registrations.
 const SMALL: u64 = 4096;
 
 /// Size of the first LMR, half the `remote_memory` allowance.
 const HALF: u64 = 512 << 10;
 
-/// What the user's process lowers its `RLIMIT_MEMLOCK` to: less than its
-/// `pinned_memory` allowance.
+/// Less than the `pinned_memory` allowance.
 const MEMLOCK_LIMIT: u64 = 16 << 10;
 
-/// First RPC port the user's process registers.
 const FIRST_PORT: u32 = 50;
 
-/// Kind of the names the user's process publishes (see [`name_of`]), plus
-/// their index.
+/// Plus the name's index (see [`name_of`]).
 const NAME_KIND: u16 = 0x5100;
 
-/// What this process allocates while the user's process holds its quota:
-/// more than the user's `remote_memory` allowance.
+/// More than the user's `remote_memory` allowance.
 const ROOT_ALLOCATION: u64 = 2 << 20;
 
-/// How much more than they hold the LMRs of the next node may hold on
-/// this one during the serving limit case.
+/// Over what the next node's LMRs hold on this one.
 const SERVING_LIMIT: u64 = 1 << 20;
 
-/// Longest the user's usage may take to come back after its process exited.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The first word of the child's line reporting what it holds.
 const HOLDS: &str = "holds";
 
-/// Lines that are no command of the quotas file.
 const MALFORMED: [&str; 8] = [
     "limit default no_such_resource=1",
     "limit default lmrs=many",
@@ -95,8 +85,7 @@ const MALFORMED: [&str; 8] = [
     "usage uid 0 lmrs=0",
 ];
 
-/// What the quota user's process needs to know: its node, where its LMRs
-/// go, its user (also its group), and the password of its LMRs.
+/// `uid` is also the group; `target` is where its LMRs go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct UserPlan {
     me: u32,
@@ -112,7 +101,6 @@ child_args!(UserPlan, KIND, "NODE TARGET UID PASSWORD", {
     password: "password",
 });
 
-/// `size` in KiB, for descriptions.
 fn kib(size: u64) -> String {
     format!("{} KiB", size >> 10)
 }
@@ -155,13 +143,12 @@ pub(super) fn reset_served<K: Kernel>(kernel: &K, node: u32) -> Result<(), Strin
         .and_then(|()| no_line(read_quotas(kernel)?.nodes.get(&node)))
 }
 
-/// Passes when the quotas file has no line of its own for a user or node
-/// (`shown` is `None`).
+/// `shown` is the file's own line for a user or node.
 fn no_line(shown: Option<impl Display>) -> Result<(), String> {
     shown.map_or(Ok(()), |shown| Err(format!("the file still shows {shown}")))
 }
 
-/// Runs the quota cases on node `me` of `nodes`, after every other case.
+/// Runs after every other case.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let me = at.me;
     if kernel.read_debugfs(QUOTAS_FILE).is_none() {
@@ -177,7 +164,6 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     serving_limits(kernel, tap, at)
 }
 
-/// The file parses, with the default limits.
 fn the_file<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let file = read_quotas(kernel);
     tap.check(
@@ -250,14 +236,10 @@ fn restore_limits<K: Kernel>(
         .try_for_each(|command| write_quotas(kernel, command))
 }
 
-/// The quota user's limits: `ALLOWANCES` over what it holds.
 fn limits_over(held: &Usage) -> Limits {
     Limits::from_fn(|r| Limit::At(held.get(r).saturating_add(ALLOWANCES.get(r))))
 }
 
-/// The per-user case on node `me`: the quota user's limits, its
-/// process's calls, and what the quotas file shows while it holds what it
-/// got and once it exited (all but its locks released).
 fn user_quotas<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let uid = UID_BASE + me;
@@ -293,7 +275,6 @@ fn user_quotas<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     );
 }
 
-/// Whether the quotas file shows `limits` as user `uid`'s own.
 fn shows_limits<K: Kernel>(kernel: &K, uid: u32, limits: &Limits) -> Result<(), String> {
     match read_quotas(kernel)?.users.get(&uid) {
         Some(shown) if shown == limits => Ok(()),
@@ -302,9 +283,7 @@ fn shows_limits<K: Kernel>(kernel: &K, uid: u32, limits: &Limits) -> Result<(), 
     }
 }
 
-/// Runs the quota user's process and checks, while it holds what it
-/// could get and after it exited, what the quotas file shows. `before`
-/// is what the user held before, `limits` its limits now.
+/// `before` is what the user held before its process started.
 fn with_user_process<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -368,7 +347,6 @@ fn with_user_process<K: Kernel, W: Write>(
     );
 }
 
-/// Waits until the quotas file shows `expected` as user `uid`'s usage.
 fn wait_for_usage<K: Kernel>(kernel: &K, uid: u32, expected: &Usage) -> Result<(), String> {
     let deadline = Instant::now() + RELEASE_TIMEOUT;
     loop {
@@ -386,14 +364,11 @@ fn wait_for_usage<K: Kernel>(kernel: &K, uid: u32, expected: &Usage) -> Result<(
     }
 }
 
-/// The quota user's process, started: what it reported (its points and
-/// what it holds) and the process.
 type Started<K> = (ChildPoints, Result<Usage, String>, Holder<K>);
 
 /// The quota user's process while it holds what it got.
 enum Holder<K> {
-    /// A copy of this program (the real kernel), waiting for a line on
-    /// its stdin before it exits.
+    /// A copy of this program on the real kernel; exits when told to.
     Child {
         child: Child,
         out: BufReader<ChildStdout>,
@@ -425,8 +400,6 @@ impl<K> Holder<K> {
     }
 }
 
-/// Starts the quota user's process as a copy of this program and reads
-/// its report up to `ready`.
 fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
     let mut child = spawn_as(plan.uid, plan.uid, &plan.to_args())?;
     let Some(stdout) = child.stdout.take() else {
@@ -439,8 +412,7 @@ fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
     Ok((points, usage, Holder::Child { child, out }))
 }
 
-/// Reads the child's lines up to `ready` (or the end): its points and
-/// the usage its `holds` line reports.
+/// Reads up to `ready` or the end.
 fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, String>>) {
     let mut usage = None;
     let points = collect_with(out, true, |text| {
@@ -451,8 +423,7 @@ fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, St
     (points, usage)
 }
 
-/// Entry point of the quota user's process: `args` follow the child
-/// subcommand. The exit status, or `None` for other kinds.
+/// The exit status, or `None` for other child kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     run_child(args, KIND, UserPlan::from_args, |plan| {
         let mut kept = None;
@@ -475,25 +446,21 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 
 /// What the quota user's process holds once its calls are done.
 struct Held {
-    /// As the quotas count it.
     usage: Usage,
-    /// The memory its registrations pin, which must stay mapped as long
-    /// as they do.
+    /// Must stay mapped as long as the registrations do.
     pages: Vec<UserPages>,
 }
 
 /// A call of the quota user's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Call {
-    /// `lite_alloc_remote` of this many bytes on the target; the LMR is
-    /// kept (its handle 0 if the call failed).
+    /// `lite_alloc_remote` on the target; the LMR is kept (handle 0 if it failed).
     Alloc(u64),
     /// Frees the LMR kept last.
     FreeLast,
     /// `lite_wrap_alloc` of [`SMALL`] bytes under the name of this index.
     Wrap(u16),
-    /// `lite_add_ask_mr_table` of the LMR kept last under the name of this
-    /// index.
+    /// `lite_add_ask_mr_table` of the last kept LMR under this name index.
     Publish(u16),
     /// `lite_register_lmr` of this many bytes of fresh memory.
     Register(u64),
@@ -503,8 +470,7 @@ enum Call {
     /// limit, which must leave room for the `pinned_memory` quota and a
     /// page more.
     Memlock(Option<u64>),
-    /// `lite_register_application` of the next RPC port from
-    /// [`FIRST_PORT`] on.
+    /// `lite_register_application` of the next port from [`FIRST_PORT`].
     Port,
     /// `lite_create_lock` on this node.
     Lock,
@@ -516,16 +482,14 @@ enum Step {
     Calls(String, Vec<Call>),
     /// A call that must go through, reported by the points after it.
     Quietly(Call),
-    /// Repeats a call until the process holds its whole quota of the
-    /// resource.
+    /// Repeats a call until the process holds its whole quota.
     FillUp(String, Resource, Call),
     /// A call that must fail with `-errno`, the quota of the resource
     /// being the only one it would exceed (`None`: none at all).
     Refused(String, Call, Option<Resource>, i32),
 }
 
-/// The call `what`, of `call`, beyond the quota of `blame`, the only one
-/// it would exceed: it must fail with `-EDQUOT`.
+/// `call` must fail with `-EDQUOT`, `blame`'s quota the only one it exceeds.
 fn beyond(what: impl Display, call: Call, blame: Resource) -> Step {
     let point = format!(
         "gets -EDQUOT from {what}, beyond its {} quota",
@@ -613,9 +577,7 @@ fn user_steps(me: u32, target: &str) -> Vec<Step> {
     ])
 }
 
-/// The calls of the quota user's process, each with its verdict (the
-/// descriptions hold no `": "`, as a child's `fail` lines need), and
-/// what it holds afterwards.
+/// The descriptions hold no `": "`, as a child's `fail` lines need.
 fn user_calls<K: Kernel>(kernel: &K, plan: UserPlan) -> (ChildPoints, Held) {
     let mut user = UserCalls::new(kernel, plan);
     let mut points = Vec::new();
@@ -647,18 +609,14 @@ fn user_calls<K: Kernel>(kernel: &K, plan: UserPlan) -> (ChildPoints, Held) {
     (points, held)
 }
 
-/// The quota user's process at work.
 struct UserCalls<'k, K: Kernel> {
     kernel: &'k K,
     plan: UserPlan,
-    /// What it holds, as the quotas count it.
     held: Usage,
-    /// The memory its registrations pin.
     pages: Vec<UserPages>,
-    /// The LMRs it allocated and keeps, with their sizes.
+    /// (handle, size) of the LMRs it keeps.
     lmrs: Vec<(u64, u64)>,
-    /// The next RPC port it registers.
-    port: u32,
+    next_port: u32,
 }
 
 impl<'k, K: Kernel> UserCalls<'k, K> {
@@ -669,7 +627,7 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
             held: Usage::default(),
             pages: Vec::new(),
             lmrs: Vec::new(),
-            port: FIRST_PORT,
+            next_port: FIRST_PORT,
         }
     }
 
@@ -686,8 +644,7 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
         }
     }
 
-    /// Makes the kernel call of a `call` that takes something: its name
-    /// and raw result, or why it could not be made.
+    /// The call's name and raw result.
     fn call(&mut self, call: Call) -> Result<(String, c_long), String> {
         let (kernel, me, password) = (self.kernel, self.plan.me, self.plan.password);
         let name = |index| name_of(NAME_KIND + index, me);
@@ -718,8 +675,8 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
                 (format!("register_lmr of {}", kib(size)), ret)
             }
             Call::Port => {
-                self.port += 1;
-                let port = self.port - 1;
+                self.next_port += 1;
+                let port = self.next_port - 1;
                 // SAFETY: the name is readable for its 5 bytes.
                 let ret = unsafe { kernel.register_application(port, 64, c"quota".as_ptr(), 5) };
                 (format!("register_application(port {port})"), ret)
@@ -740,14 +697,13 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
         Ok(made)
     }
 
-    /// Undoes a `call` that went through and `made` something; whether
-    /// it could (what it charged stays held otherwise).
+    /// Whether it could; what `call` charged stays held otherwise.
     fn undo(&self, call: Call, made: u64) -> bool {
         let kernel = self.kernel;
         match call {
             Call::Alloc(_) | Call::Wrap(_) => kernel.free(made) == 0,
             Call::Register(_) => kernel.deregister_lmr(made) == 0,
-            Call::Port => kernel.unregister_application(self.port - 1) == 0,
+            Call::Port => kernel.unregister_application(self.next_port - 1) == 0,
             // A name or a lock is never taken back: it stays charged.
             _ => false,
         }
@@ -801,8 +757,7 @@ impl<'k, K: Kernel> UserCalls<'k, K> {
         }
     }
 
-    /// Repeats `call`, which takes (and counts) more of `resource`, until
-    /// the process holds its whole quota of it or a call fails.
+    /// Until the process holds its whole quota of `resource` or a call fails.
     fn fill_up(&mut self, resource: Resource, call: Call) -> Result<(), String> {
         while self.held.get(resource) < ALLOWANCES.get(resource) {
             self.make(call)?;
@@ -933,9 +888,7 @@ mod tests {
         read_quotas(kernel).expect("readable")
     }
 
-    /// Node 1 of `nodes`, its quota user limited to [`ALLOWANCES`], the
-    /// user's process once its calls are done, and what they reported and
-    /// hold.
+    /// Node 1 of `nodes` once its quota user's calls are done.
     fn limited_user(nodes: u32, defects: Defects) -> (FakeKernel, FakeKernel, ChildPoints, Held) {
         let kernel = joined(1, nodes, defects);
         let plan = plan(nodes);

@@ -18,7 +18,6 @@ use super::password_of;
 use crate::errno::describe_result;
 use crate::kernel::Kernel;
 
-/// The node that holds the board.
 pub const BOARD_HOME: u32 = 1;
 
 /// Kind of the board's name ("BR"), see [`name_of`].
@@ -34,7 +33,7 @@ const LABEL_LEN: usize = SLOT - 8;
 const SLOTS_PER_NODE: usize = 2;
 
 thread_local! {
-    /// This thread's board, once attached.
+    /// Once attached.
     static BOARD: RefCell<Option<Board>> = const { RefCell::new(None) };
 }
 
@@ -45,7 +44,7 @@ struct Board {
     handle: u64,
     me: u32,
     nodes: u32,
-    /// Number of the last round this node entered.
+    /// The last round this node entered.
     round: u64,
 }
 
@@ -64,7 +63,6 @@ impl Label {
         Label(bytes)
     }
 
-    /// The label in `slot`, which is [`SLOT`] bytes long.
     fn from_slot(slot: &[u8]) -> Self {
         let mut bytes = [0u8; SLOT];
         // PANIC: callers pass slots of SLOT bytes.
@@ -80,7 +78,6 @@ impl Label {
     }
 }
 
-/// Offset of `node`'s slot for `round`.
 fn slot_offset(node: u32, round: u64) -> u64 {
     let parity = round % SLOTS_PER_NODE as u64;
     (u64::from(node - 1) * SLOTS_PER_NODE as u64 + parity) * SLOT as u64
@@ -94,13 +91,11 @@ fn board_name() -> u64 {
     name_of(BOARD_KIND, BOARD_HOME)
 }
 
-/// The board as [`publish`] left it: allocated and published on
-/// [`BOARD_HOME`], nothing elsewhere.
+/// Allocated and published on [`BOARD_HOME`], nothing elsewhere.
 #[derive(Debug)]
 pub struct Published(Option<u64>);
 
-/// On [`BOARD_HOME`], before the barrier that precedes [`attach`]:
-/// allocates the board and publishes it. Elsewhere nothing.
+/// On [`BOARD_HOME`] only, before the barrier that precedes [`attach`].
 pub fn publish<K: Kernel>(kernel: &K, me: u32, nodes: u32) -> Result<Published, String> {
     if me != BOARD_HOME {
         return Ok(Published(None));
@@ -226,9 +221,8 @@ mod tests {
     use crate::fake_kernel::{Defects, FakeKernel};
     use std::time::Duration;
 
-    /// Every node of a fake cluster of `names.len()` nodes attaches the
-    /// board, then enters a labelled barrier per name of its own list; what
-    /// each node's rounds returned, and whether it freed what it held.
+    /// Each node of a fake cluster enters a labelled barrier per name of
+    /// its own list, then must hold nothing; what its rounds returned.
     fn enter_rounds(names: &[&[&str]]) -> Vec<Vec<Result<(), String>>> {
         let nodes = names.len() as u32;
         let kernels = FakeKernel::cluster(nodes, Defects::default());
@@ -268,7 +262,6 @@ mod tests {
         results
     }
 
-    /// The first round, entered at the same point everywhere, passes.
     #[test]
     fn a_round_entered_at_another_point_fails_on_every_node() {
         let ahead: &[&str] = &["first", "third"];

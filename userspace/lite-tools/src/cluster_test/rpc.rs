@@ -74,14 +74,11 @@ const DYING_PORTS: [u32; 2] = [40, 41];
 /// purpose.
 const CORRUPT_PORT: u32 = 43;
 
-/// The receive flags of a receive that waits for a message.
 const BLOCKING: u32 = 0;
 
 /// Threads answering each node's service port.
 const SERVER_THREADS: u32 = 3;
-/// Calls each calling thread or process makes.
 const CALLS_PER_CALLER: u64 = 48;
-/// How long a thread may take to block in a call.
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a port must stay empty, once every sender is done, to count
 /// as drained: a message already in a ring may take a moment to be
@@ -112,15 +109,13 @@ pub fn transform(request: &[u8]) -> Vec<u8> {
     request.iter().rev().map(|b| b.wrapping_add(1)).collect()
 }
 
-/// The raw result of registering `port` with `name`.
 pub(crate) fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &str) -> c_long {
     let (name, len) = (name.as_ptr().cast::<c_char>(), name.len() as u64);
     // SAFETY: `name` is readable for its length during the call.
     unsafe { kernel.register_application(port, max_size, name, len) }
 }
 
-/// Registers `port` of node `me` for messages of up to `max` bytes, as the
-/// point "register_application(port, max) returns 0"; the raw result.
+/// As the point "register_application(port, max) returns 0"; the raw result.
 fn register_checked<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -148,7 +143,6 @@ fn unregistering<'a, K: Kernel>(
     }
 }
 
-/// The raw result of an RPC of `msg` with room for `reply.len()` bytes.
 fn call<K: Kernel>(
     kernel: &K,
     node: u32,
@@ -163,16 +157,13 @@ fn call<K: Kernel>(
     unsafe { kernel.send_reply_imm(node, port_priority, msg, msg_len, reply, room) }
 }
 
-/// The raw result of a one-way send of `msg`.
 fn send<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], nonblock: bool) -> c_long {
     let flags = if nonblock { SEND_NONBLOCK } else { 0 };
     // SAFETY: `msg` is readable for its length during the call.
     unsafe { kernel.send(node, port | flags, msg.as_ptr().cast(), msg.len() as u64) }
 }
 
-/// The arguments of a multicast of `request` to every node of `targets`
-/// on `port`: the reply lengths go to `lengths`, the replies, of at most
-/// `max_reply` bytes each, to `replies`.
+/// Replies of at most `max_reply` bytes each go to `replies`.
 fn multicast_args(
     targets: &[u32],
     request: &[u8],
@@ -209,8 +200,7 @@ fn reply<K: Kernel>(kernel: &K, data: &[u8], descriptor: u64) -> c_long {
     unsafe { kernel.reply_message(data.as_ptr().cast(), data.len() as u64, descriptor) }
 }
 
-/// Replies `data` to `descriptor`, then receives from `port` into `buf`
-/// as [`receive`] does; the raw result and the new descriptor.
+/// The raw result and the new descriptor.
 fn reply_and_receive<K: Kernel>(
     kernel: &K,
     (data, descriptor): (&[u8], u64),
@@ -232,7 +222,6 @@ fn reply_and_receive<K: Kernel>(
     (ret, next.descriptor)
 }
 
-/// Passes when `ret` is exactly `expected` bytes.
 pub(super) fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
     unless(ret == expected as c_long, || {
         format!("expected {expected}, got {}", describe_result(ret))
@@ -247,8 +236,7 @@ pub(super) fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
     pattern::verify_bytes(found, expected, 0).map_err(|m| m.to_string())
 }
 
-/// Passes when `ret` is exactly `expected.len()` bytes and `found` begins
-/// with them.
+/// `ret` must be exactly `expected.len()` and `found` begin with `expected`.
 pub(super) fn expect_bytes(ret: c_long, found: &[u8], expected: &[u8]) -> Result<(), String> {
     expect_len(ret, expected.len())?;
     compare(found.get(..expected.len()).unwrap_or(found), expected)
@@ -262,8 +250,6 @@ pub(super) fn poison_reply(buf: &mut [u8], expected: &[u8]) {
     }
 }
 
-/// Calls `port` on `node` with `request` and checks that the reply is its
-/// [`transform`].
 pub(crate) fn transformed_call<K: Kernel>(
     kernel: &K,
     node: u32,
@@ -292,8 +278,7 @@ pub(crate) fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
     request
 }
 
-/// Calls every node's service [`CALLS_PER_CALLER`] times as caller
-/// `caller` of node `me`, each call checked against its own request.
+/// Each call is checked against its own request.
 fn caller_run<K: Kernel>(kernel: &K, me: u32, nodes: u32, caller: u32) -> Result<(), String> {
     for seq in 0..CALLS_PER_CALLER {
         let target = 1 + ((seq + u64::from(caller)) % u64::from(nodes)) as u32;
@@ -304,7 +289,6 @@ fn caller_run<K: Kernel>(kernel: &K, me: u32, nodes: u32, caller: u32) -> Result
     Ok(())
 }
 
-/// What one service thread saw.
 pub(crate) struct Served {
     pub(crate) requests: u64,
     pub(crate) one_way: u64,
@@ -313,13 +297,11 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// What the service thread `server` saw, or that it panicked.
     fn joined(server: std::thread::ScopedJoinHandle<'_, Served>) -> Served {
         let panicked = || Served::ended(Err("the thread panicked".into()));
         server.join().unwrap_or_else(|_| panicked())
     }
 
-    /// A loop that served nothing and ended as `ending` says.
     fn ended(ending: Result<c_long, String>) -> Served {
         Served {
             requests: 0,
@@ -344,9 +326,7 @@ fn port_closed(ret: c_long) -> bool {
     ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT)
 }
 
-/// A service thread: answers requests on `port` with their [`transform`]
-/// until the port is closed. With `combined`, answers and receives the
-/// next request in one call.
+/// Answers until the port is closed; `combined` replies and receives in one call.
 pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
     serve_keeping(kernel, port, combined, |_| {})
 }
@@ -406,7 +386,6 @@ pub(super) struct Blocker {
 }
 
 impl Blocker {
-    /// Makes the blocking `call` on the calling thread, observably.
     pub(super) fn around<T>(&self, call: impl FnOnce() -> T) -> T {
         self.tid.store(current_thread(), Ordering::SeqCst);
         let result = call();
@@ -414,8 +393,7 @@ impl Blocker {
         result
     }
 
-    /// Waits until the thread sleeps (in the call) or has returned from
-    /// it; fails after `limit`.
+    /// Until the thread sleeps in the call or has returned from it.
     pub(super) fn wait_until_blocked(&self, limit: Duration) -> Result<(), String> {
         let deadline = Instant::now() + limit;
         loop {
@@ -433,8 +411,8 @@ impl Blocker {
         }
     }
 
-    /// Waits until the call returned; after `limit` interrupts the thread
-    /// with `SIGUSR1` until it does. Whether it returned in time.
+    /// After `limit`, interrupts the thread with `SIGUSR1` until the call
+    /// returns; whether it returned in time.
     pub(super) fn wait_finished(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut in_time = true;

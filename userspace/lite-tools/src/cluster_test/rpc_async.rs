@@ -22,17 +22,13 @@ use crate::tap::Tap;
 /// Caller numbers in the requests, apart from the blocking callers'.
 const FIRST_CALLER: u32 = 900;
 
-/// Calls reaped by one `lite_fence`.
 const FENCED_CALLS: usize = 8;
 
-/// How long a polled call may take.
 const POLL_LIMIT: Duration = Duration::from_secs(30);
 
 /// An address no process has mapped.
 const UNMAPPED: usize = 0x8;
 
-/// A posted call: its id (or the error posting returned), its request and
-/// the buffer its reply goes to.
 struct Posted {
     id: c_long,
     request: Vec<u8>,
@@ -55,7 +51,6 @@ fn post<K: Kernel>(kernel: &K, node: u32, request: Vec<u8>) -> Posted {
     Posted { id, request, reply }
 }
 
-/// Checks a reaped call's result and reply.
 fn judge(posted: &Posted, ret: c_long) -> Result<(), String> {
     let len = posted.request.len();
     expect_len(ret, len)?;
@@ -71,8 +66,7 @@ fn reap_all<K: Kernel>(kernel: &K, calls: &[Posted]) {
     }
 }
 
-/// Posts calls `0..count` of `caller` of node `me` to `node`; if one was
-/// not posted, reaps the others and fails.
+/// If one was not posted, reaps the others and fails.
 fn post_all<K: Kernel>(
     kernel: &K,
     (me, node): (u32, u32),
@@ -92,8 +86,7 @@ fn post_all<K: Kernel>(
     ))
 }
 
-/// Posts [`MAX_ASYNC_CALLS`] calls to `node` from one thread, checks that
-/// one more gets `-EAGAIN`, then reaps them last first.
+/// One more than [`MAX_ASYNC_CALLS`] gets `-EAGAIN`; reaped last first.
 fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let caller = FIRST_CALLER + node;
     let mut calls = post_all(kernel, (me, node), caller, u64::from(MAX_ASYNC_CALLS))?;
@@ -119,7 +112,6 @@ fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> 
     outcome
 }
 
-/// Posts one call and polls it with `LITE_ASYNC_NOWAIT` until it is done.
 fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let call = post(kernel, node, identified_request(me, FIRST_CALLER, 7));
     if call.id <= 0 {
@@ -142,8 +134,7 @@ fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     }
 }
 
-/// Posts [`FENCED_CALLS`] calls and reaps them all with one `lite_fence`;
-/// their ids are gone afterwards.
+/// One `lite_fence` reaps them all; their ids are gone afterwards.
 fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let calls = post_all(kernel, (me, node), FIRST_CALLER + 1, FENCED_CALLS as u64)?;
     let fence = kernel.fence();
@@ -159,8 +150,7 @@ fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// The raw result of posting with the given arguments (any call posted is
-/// reaped, its result returned as the second value).
+/// Any call posted is reaped, its result the second value.
 fn post_raw<K: Kernel>(
     kernel: &K,
     node: u32,
@@ -177,11 +167,11 @@ fn post_raw<K: Kernel>(
     (id, reaped)
 }
 
-/// A user buffer as the system call takes it: address and length.
+/// Address and length.
 type UserBuffer = (usize, u64);
 
-/// One bad-argument case: what is wrong, the port and priority word, the
-/// message, the reply buffer, and the errno expected.
+/// What is wrong, the port and priority word, the message, the reply
+/// buffer, and the errno expected.
 type BadCase = (&'static str, u32, UserBuffer, UserBuffer, i32);
 
 /// Bad arguments fail at once; a bad reply buffer fails the reap.
@@ -220,7 +210,6 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
     tap.check(&point, outcome);
 }
 
-/// Runs the asynchronous RPC checks of node `me` against every node.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     for node in 1..=nodes {

@@ -50,8 +50,7 @@ fn data_seed(owner: u32, kind: u16) -> u64 {
     pattern::seed(&[u64::from(owner), u64::from(kind)])
 }
 
-/// Expected contents of an LMR of `len` bytes with data and stamp slots,
-/// after `writers` stamped it.
+/// An LMR with data and stamp slots after `writers` stamped it.
 fn expected_with_stamps(owner: u32, kind: u16, len: usize, writers: &[u32]) -> Vec<u8> {
     let mut expected = vec![0u8; len];
     pattern::fill(data_seed(owner, kind), 0, &mut expected);
@@ -69,8 +68,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     registered_memory(kernel, tap, at)
 }
 
-/// Reports the point `at("<what> returns -ERRNO")`: whether `ret` is
-/// `-errno`.
+/// The point `at("<what> returns -ERRNO")`.
 fn check_errno_at<W: Write>(
     tap: &mut Tap<W>,
     at: &impl Fn(&str) -> String,
@@ -86,13 +84,11 @@ fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
 
-/// Whether `handle` reads back exactly `expected` from offset 0.
 fn reads_back<K: Kernel>(kernel: &K, handle: u64, pw: u64, expected: &[u8]) -> Result<(), String> {
     let back = read_vec(kernel, handle, 0, expected.len(), pw)?;
     pattern::verify_bytes(&back, expected, 0).map_err(|m| m.to_string())
 }
 
-/// Whether `handle` reads back `len` bytes of the pattern of `seed`.
 fn reads_pattern<K: Kernel>(
     kernel: &K,
     handle: u64,

@@ -27,7 +27,6 @@ const SIZES: [u64; 6] = [256, 512, 1024, 2048, 4096, 8192];
 /// takes about 45 s, with 4 sharing two host cores about twice that.
 pub const BOUND: Duration = Duration::from_secs(300);
 
-/// Child subcommand of one stressing process.
 const KIND: &str = "stress";
 /// The calls of a cycle, in order, as the children report their times
 /// (after [`TIMES`]).
@@ -49,14 +48,12 @@ impl CallTimes {
         }
     }
 
-    /// Notes that call `i` took `took`.
     fn note(&mut self, i: usize, took: Duration) {
         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         self.total_ms[i] += ms;
         self.max_ms[i] = self.max_ms[i].max(ms);
     }
 
-    /// Makes `call`, noting its time as that of call `i`.
     fn time<T>(&mut self, i: usize, call: impl FnOnce() -> T) -> T {
         let started = Instant::now();
         let result = call();
@@ -72,7 +69,6 @@ impl CallTimes {
         fields.join(" ")
     }
 
-    /// Reads [`CallTimes::encode`]'s text.
     fn decode(text: &str) -> Option<CallTimes> {
         let numbers: Result<Vec<u64>, _> = text.split_whitespace().map(str::parse).collect();
         let numbers = numbers.ok()?;
@@ -100,8 +96,7 @@ impl CallTimes {
     }
 }
 
-/// Runs the case on node `me` of `nodes`; `Err` once the nodes are out of
-/// step.
+/// `Err` once the nodes are out of step.
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -207,7 +202,6 @@ impl CpuTicks {
     }
 }
 
-/// Runs one stressing child if `args` name one; its exit status.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     if args.first().map(String::as_str) != Some(KIND) {
         return None;
@@ -233,9 +227,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     Some(status)
 }
 
-/// One LMR of `size` bytes on node `target`: allocated, written with the
-/// pattern of `seed`, read back, checked and freed; each call's time goes
-/// to `times`.
+/// Allocates, writes, reads back, checks and frees one LMR, timing each call.
 fn cycle<K: Kernel>(
     kernel: &K,
     target: u64,

@@ -43,15 +43,11 @@ const ITERATIONS: u32 = 20;
 /// How long a locked increment keeps the lock between its read and its
 /// write, so that a lock that is not exclusive loses increments.
 const CRITICAL_PAUSE: Duration = Duration::from_millis(1);
-/// Waiters of the lock order case.
 const WAITERS: usize = 3;
 /// Delay between the waiters' requests, so their order is known.
 const STAGGER: Duration = Duration::from_millis(300);
-/// Rounds of the repeated barrier case.
 const ROUNDS: u64 = 100;
-/// Operations of each kind the statistics case issues.
 const STATS_OPS: u64 = 10;
-/// Bytes of the transfers the statistics case issues.
 const STATS_BYTES: usize = 4096;
 /// How long a thread may wait for a lock (or to block in `lite_lock`)
 /// before the case fails and the thread is interrupted.
@@ -89,8 +85,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "the synchronization cases")
 }
 
-/// `lite_create_lock(home)`: the raw result and the lock as filled in
-/// (all ones where the kernel filled in nothing).
+/// The lock is all ones where the kernel filled in nothing.
 pub(super) fn create_lock_raw<K: Kernel>(kernel: &K, home: u32) -> (c_long, LiteLock) {
     let mut lock = LiteLock {
         home: u32::MAX,
@@ -101,7 +96,6 @@ pub(super) fn create_lock_raw<K: Kernel>(kernel: &K, home: u32) -> (c_long, Lite
     (ret, lock)
 }
 
-/// `lite_ask_lock(home, number)`: the raw result and the lock as filled in.
 fn ask_lock_raw<K: Kernel>(kernel: &K, home: u32, number: u32) -> (c_long, LiteLock) {
     let mut lock = LiteLock::default();
     // SAFETY: `lock` is exclusively borrowed and writable.
@@ -121,7 +115,6 @@ pub(super) fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, 
     .map(|()| lock)
 }
 
-/// `lite_ask_lock(home, number)`; the lock, checked.
 pub(super) fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<LiteLock, String> {
     let (ret, lock) = ask_lock_raw(kernel, home, number);
     expect_zero(ret).map_err(|e| format!("ask_lock({home}, {number}): {e}"))?;
@@ -142,7 +135,6 @@ fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     unsafe { kernel.unlock(lock) }
 }
 
-/// Takes the free `lock_` and releases it.
 pub(super) fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
     expect_zero(lock(kernel, lock_))
         .and_then(|()| expect_zero(unlock(kernel, lock_)))
@@ -157,7 +149,6 @@ fn fetch_add_raw<K: Kernel>(kernel: &K, handle: u64, value: u64, priority: u32) 
     (ret, old)
 }
 
-/// `lite_fetch_add`: the old value, or a description of the failure.
 fn fetch_add<K: Kernel>(kernel: &K, handle: u64, value: u64, priority: u32) -> Result<u64, String> {
     let (ret, old) = fetch_add_raw(kernel, handle, value, priority);
     expect_zero(ret)
@@ -179,7 +170,6 @@ fn compare_swp_raw<K: Kernel>(
     (ret, old)
 }
 
-/// `lite_compare_swp`: the old value, or a description of the failure.
 fn compare_swp<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -197,7 +187,6 @@ fn atomic_value<K: Kernel>(kernel: &K, handle: u64) -> Result<u64, String> {
     fetch_add(kernel, handle, 0, PRIORITY_NONE)
 }
 
-/// Passes when the atomic LMR `handle` (if there is one) holds `expected`.
 fn holds<K: Kernel>(kernel: &K, handle: Result<u64, String>, expected: u64) -> Result<(), String> {
     let value = atomic_value(kernel, handle?)?;
     unless(value == expected, || format!("it holds {value}"))
@@ -226,8 +215,7 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs `work` on [`THREADS`] threads at once; what each returned, in
-/// thread order, or the first failure in that order.
+/// What each thread returned in thread order, or the first failure in it.
 fn on_threads<T: Send>(work: impl Fn() -> Result<T, String> + Sync) -> Result<Vec<T>, String> {
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..THREADS).map(|_| scope.spawn(&work)).collect();
@@ -238,10 +226,8 @@ fn on_threads<T: Send>(work: impl Fn() -> Result<T, String> + Sync) -> Result<Ve
     })
 }
 
-/// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
-/// `handle`, each a plain read and write under `lock`; each wait for the
-/// lock, which threads of every node take, is bounded by
-/// [`LOCK_WAIT_LIMIT`].
+/// Each a plain read and write under `lock`, which threads of every node
+/// take; each wait for it is bounded by [`LOCK_WAIT_LIMIT`].
 fn locked_increments<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -504,8 +490,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     Ok(())
 }
 
-/// `iterations` increments by compare-swap, each retried until it wins,
-/// all within [`CAS_LIMIT`]; the number of retries.
+/// Each retried until it wins, all within [`CAS_LIMIT`]; the retries.
 fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result<u64, String> {
     let won = Deadline::after(
         CAS_LIMIT,
@@ -1039,8 +1024,7 @@ fn freed_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64) -> c_long {
     }
 }
 
-/// `lite_fetch_add` through a mapping of the ATOMIC LMR `handle` that was
-/// granted READ only.
+/// `lite_fetch_add` through a READ-only mapping of the ATOMIC LMR `handle`.
 fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_long {
     let name = name_of(ATOMIC_NAME + 1, me);
     if kernel.add_ask_mr_table(name, handle, PERM_READ, pw) != 0 {
@@ -1055,8 +1039,7 @@ fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_l
     ret
 }
 
-/// The calls of this group before join, each of which must return
-/// `-ENOTCONN`.
+/// Each must return `-ENOTCONN`.
 pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     let some_lock = LiteLock { home: 1, number: 0 };
     vec![
@@ -1076,9 +1059,7 @@ pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     ]
 }
 
-/// Entry point of the synchronization child processes: `args` are the
-/// child kind and its arguments. Returns the exit status, or `None` for
-/// another kind.
+/// The exit status, or `None` for another child kind.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str)? {

@@ -1,15 +1,8 @@
-//! The administrators' group (debugfs [`ADMIN_GROUP_FILE`]): members of
-//! the group a holder of `CAP_NET_ADMIN` names there pass LITE's
-//! privilege check like holders of the capability; nobody else does.
-//!
-//! On every node, this process (root) checks the file's default
-//! ([`NO_ADMIN_GROUP`]; whatever it holds is put back at the end), sets
-//! the node's own group ([`GID_BASE`] + node id, which nothing else uses)
-//! and unsets it again. Processes of `nobody` without any capability,
-//! in that group, outside it, and in it once it is unset, must get what
-//! the privilege check makes of them from `lite_join` and cannot change
-//! the file. None calls `lite_leave`, which the group allows too: a
-//! member's leave would take the node out of the cluster.
+//! The administrators' group (debugfs [`ADMIN_GROUP_FILE`]), checked on
+//! every node as the README's privilege section describes; whatever the
+//! file held is put back at the end. No process calls `lite_leave`, which
+//! the group allows too: a member's leave would take the node out of the
+//! cluster.
 //!
 //! The processes are copies of this program on the real kernel (reporting
 //! as [`super::super::processes`] describes), and processes of the model
@@ -32,13 +25,12 @@ use crate::kernel::Kernel;
 use crate::tap::Tap;
 use crate::IB_PORT;
 
-/// Child kind (after the child subcommand) of the processes started here.
 const KIND: &str = "admin-group";
 
-/// The administrators' group node N sets is `GID_BASE + N`.
+/// The administrators' group node N sets is `GID_BASE + N`, which nothing else uses.
 const GID_BASE: u32 = 4300;
 
-/// What a process of this case needs to know. It runs as `nobody`.
+/// It runs as `nobody`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GroupProbe {
     /// The manager, which it tries to join.
@@ -55,8 +47,6 @@ child_args!(GroupProbe, KIND, "CM GID VERDICT", {
     admitted: "verdict",
 });
 
-/// Checks the administrators' group on member node `me`, whose manager
-/// is `cm` (see the module comment); reports as test points.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm: Ipv4Addr) {
     let group = GID_BASE + me;
     let file = ADMIN_GROUP_FILE;
@@ -112,8 +102,6 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
     }
 }
 
-/// Runs `probe`'s calls in a process of `nobody` in group `probe.gid`,
-/// described as `situation`, and reports them.
 fn probe_process<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -139,8 +127,7 @@ fn probe_process<K: Kernel, W: Write>(
     }
 }
 
-/// What `lite_join` with the real manager must return, negated, to a
-/// process on a member node that the privilege check `admitted` or not.
+/// Negated, to a process on a member node, with the real manager.
 fn join_errno(admitted: bool) -> i32 {
     if admitted {
         libc::EISCONN
@@ -149,9 +136,8 @@ fn join_errno(admitted: bool) -> i32 {
     }
 }
 
-/// The calls of a process of `nobody` in group `probe.gid` on a member
-/// node, each with its verdict. The descriptions hold no `": "`, as a
-/// child's `fail` lines need. It never calls `lite_leave`.
+/// The descriptions hold no `": "`, as a child's `fail` lines need. It
+/// never calls `lite_leave`, which would take a member node out.
 fn group_calls<K: Kernel>(kernel: &K, probe: GroupProbe) -> ChildPoints {
     let GroupProbe { cm, admitted, .. } = probe;
     let passed = "having passed the privilege check";
@@ -188,14 +174,12 @@ fn set_group<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
     reads(kernel, gid)
 }
 
-/// Whether the administrators' group file reads `gid`.
 fn reads<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
     let found = read_debugfs_as(kernel, ADMIN_GROUP_FILE, parse_admin_group)?;
     unless(found == gid, || format!("it reads {found}"))
 }
 
-/// Entry point of a process started here: `args` follow the child
-/// subcommand. The exit status, or `None` for other kinds.
+/// The exit status, or `None` for other child kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     run_child(args, KIND, GroupProbe::from_args, |probe| {
         report_as_user((NOBODY, probe.gid), || group_calls(kernel, probe));

@@ -6,7 +6,6 @@ use super::*;
 use crate::cluster_test::io::check_errnos;
 use crate::cluster_test::INVALID_PRIORITY;
 
-/// Invalid arguments to every call, each with its exact errno.
 pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     let long_name = "n".repeat(MAX_PORT_NAME + 1);

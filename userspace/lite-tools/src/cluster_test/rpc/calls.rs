@@ -3,11 +3,9 @@
 
 use super::*;
 
-/// Request sizes of the transform cases.
 const SIZES: [u64; 6] = [1, 7, 64, 4096, 65536, MAX_MESSAGE_SIZE];
-/// Threads calling concurrently on each node.
 const CALLER_THREADS: u32 = 4;
-/// Child processes calling concurrently on each node (real kernel only).
+/// Real kernel only.
 const CALLER_CHILDREN: u32 = 2;
 
 /// Port lookups and transformed calls of every size to every node.
@@ -78,8 +76,7 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
     });
 }
 
-/// Multicasts `request` to `targets` on `port`, with room for a reply as
-/// long as it from each; the raw result, the reply lengths and the replies.
+/// Room for a reply as long as `request` from each target.
 fn multicast_to<K: Kernel>(
     kernel: &K,
     targets: &[u32],

@@ -3,7 +3,6 @@
 
 use super::*;
 
-/// Max size of [`CORRUPT_PORT`].
 const CORRUPT_MAX: u64 = 4096;
 /// Of [`CORRUPT_SIZES`], the first this many are the requests the broken
 /// ring discards.
@@ -16,8 +15,7 @@ const CORRUPT_SETTLE: Duration = Duration::from_millis(300);
 const CORRUPT_NOTICE: Duration = Duration::from_secs(10);
 const WHY_NO_FAULTS: &str = "needs the real kernel's RPC fault injection";
 
-/// The server and client nodes of the corrupt ring case, the same on
-/// every node; `None` for a single node, which has no other to call.
+/// The same on every node; `None` for a single node.
 fn corrupt_roles(nodes: u32) -> Option<(u32, u32)> {
     (nodes >= 2).then_some((CORRUPT_SERVER, CORRUPT_CLIENT))
 }
@@ -32,7 +30,6 @@ fn corrupt_request(client: u32, index: usize) -> Vec<u8> {
     request
 }
 
-/// The name of the client's request `index` in failure messages.
 fn corrupt_call_name(index: usize) -> String {
     let size = CORRUPT_SIZES[index];
     match index {
@@ -51,8 +48,7 @@ fn write_fault<K: Kernel>(kernel: &K, node: u32) -> Result<(), String> {
     write_debugfs_line(kernel, RPC_FAULT_FILE, node)
 }
 
-/// Calls [`CORRUPT_PORT`] on `server` with request `index` of `client`;
-/// the raw result and how long the call took.
+/// The raw result and how long the call took.
 fn corrupt_call<K: Kernel>(
     kernel: &K,
     server: u32,
@@ -67,8 +63,6 @@ fn corrupt_call<K: Kernel>(
     (ret, began.elapsed())
 }
 
-/// Passes when request `index`, which the broken ring discarded, failed
-/// its call with -EPROTO within [`CORRUPT_NOTICE`].
 fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), String> {
     let name = corrupt_call_name(index);
     expect_errno(ret, libc::EPROTO).map_err(|e| format!("{name}: {e} after {took:?}"))?;
@@ -76,12 +70,8 @@ fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), Str
     unless(took <= CORRUPT_NOTICE, late)
 }
 
-/// The client's calls that break the ring: the first stays queued, since
-/// nobody receives from the port yet; once it surely landed, the kernel
-/// is told to corrupt the header of the next request to `server`, which
-/// the second call makes. Both must fail with -EPROTO within
-/// [`CORRUPT_NOTICE`]. The fault is disarmed once the second call
-/// returned, posted or not. The failures.
+/// The second call's header is corrupted only once the first surely landed;
+/// the fault is disarmed once the second call returned, posted or not.
 fn corrupt_faulty_calls<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -170,8 +160,7 @@ fn corrupt_calls_after<K: Kernel>(kernel: &K, server: u32, client: u32) -> Vec<S
     failures
 }
 
-/// The server's receiver, started once the ring broke: serves
-/// [`CORRUPT_PORT`] until it is closed, keeping the requests in order.
+/// Started once the ring broke; keeps the requests in order.
 fn corrupt_receiver<K: Kernel>(kernel: &K) -> (Served, Vec<Vec<u8>>) {
     let mut requests = Vec::new();
     let served = serve_keeping(kernel, CORRUPT_PORT, false, |request| {
@@ -218,8 +207,7 @@ fn judge_corrupt_received(client: u32, received: &[Vec<u8>]) -> Result<(), Strin
     })
 }
 
-/// The server's verdict once its port is closed (`closed`, the raw
-/// result) and its receiver is done.
+/// `closed` is the raw result of closing the port.
 fn judge_corrupt_server(
     client: u32,
     closed: c_long,
@@ -238,17 +226,15 @@ fn judge_corrupt_server(
     unless(failures.is_empty(), || failures.join("; "))
 }
 
-/// A client's ring on a server is broken on purpose: the client leaves a
-/// call's request queued on a port nobody receives from yet, then has its
-/// kernel corrupt the header of its next request there
-/// ([`RPC_FAULT_FILE`]). The server must discard the ring's requests and
-/// tell the client, whose two callers then fail at once with -EPROTO
-/// instead of waiting for the RPC timeout; the client's next calls find
-/// the port afresh and are served, and the receiver started meanwhile
-/// gets those and nothing of before. The server is [`CORRUPT_SERVER`],
-/// the client [`CORRUPT_CLIENT`]; the other nodes only enter the
-/// barriers. Skipped alike on every node, its barriers with it, when the
-/// kernel cannot inject the fault or there is no second node.
+/// The client leaves a call's request queued on a port nobody receives
+/// from yet, then has its kernel corrupt its next request's header there
+/// ([`RPC_FAULT_FILE`]): the server must discard the ring's requests and
+/// tell the client, whose two callers fail at once with -EPROTO, not after
+/// the RPC timeout; its next calls find the port afresh and are served,
+/// and the receiver started meanwhile gets those and nothing of before.
+/// The other nodes only enter the barriers; every node skips alike,
+/// barriers included, when the kernel cannot inject the fault or there is
+/// no second node.
 pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let port = CORRUPT_PORT;

@@ -10,7 +10,6 @@ const DYING_NOTICE: Duration = Duration::from_secs(10);
 /// Longest a call to the dying server may take in all.
 const DYING_CALL_LIMIT: Duration = Duration::from_secs(15);
 
-/// One round of the dying server case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DyingRound {
     /// How the server's process ends once it holds its requests: killed
@@ -20,8 +19,7 @@ struct DyingRound {
     port: u32,
     /// The node whose child process serves the port.
     server: u32,
-    /// Requests the server receives, of the [`DYING_CALLERS`] of every
-    /// node, before it dies.
+    /// Of the [`DYING_CALLERS`] of every node, before it dies.
     held: u32,
 }
 
@@ -46,7 +44,6 @@ fn dying_rounds(nodes: u32) -> [DyingRound; 2] {
     ]
 }
 
-/// What one caller of the dying server saw.
 #[derive(Clone, Copy, Debug)]
 struct DyingCall {
     ret: c_long,
@@ -54,7 +51,6 @@ struct DyingCall {
     returned: Instant,
 }
 
-/// Calls the dying server once `start` lets this thread go.
 fn dying_call<K: Kernel>(
     kernel: &K,
     me: u32,
@@ -115,20 +111,17 @@ fn judge_dying(
     Ok((reset, refused))
 }
 
-/// The dying server's process and its reports.
 struct DyingServer {
     child: Child,
     out: BufReader<ChildStdout>,
 }
 
-/// Kills `child` and waits for it, whatever it was doing.
 fn kill(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
 
-/// Starts the child serving `round`'s port and waits until it registered
-/// the port.
+/// Returns once the child registered the port.
 fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
     let mut child = spawn("rpc-dying", &[&round.port, &round.held, &round.killed])?;
     let Some(out) = child.stdout.take() else {

@@ -5,15 +5,12 @@ use super::*;
 
 /// One-way messages each node sends to each node's flood port.
 const FLOOD_MESSAGES: u32 = 2000;
-/// Size of a flood message.
 const FLOOD_SIZE: usize = 64;
 /// The flood receiver pauses 1 ms after this many messages.
 const FLOOD_PAUSE_EVERY: u32 = 32;
-/// Size of a message that fills a ring.
 const FILL_SIZE: usize = 65536;
 /// Nonblocking sends that must have filled any sane ring (512 MiB).
 const FILL_LIMIT: u32 = 8192;
-/// Pause between nonblocking sends retried on -EAGAIN.
 const SEND_RETRY_PAUSE: Duration = Duration::from_micros(200);
 
 /// A flood message: sender, sequence number, then pattern bytes.

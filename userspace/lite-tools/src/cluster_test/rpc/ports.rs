@@ -3,19 +3,16 @@
 
 use super::*;
 
-/// Largest message the private port accepts.
 const PRIVATE_MAX: u64 = 4096;
 /// A descriptor the kernel never issues in practice.
 const UNKNOWN_DESCRIPTOR: u64 = 0x7fff_dead_0000;
-/// Max size of the dying server's port.
 const DYING_MAX: u64 = 1024;
 /// How long the dying server waits for the requests it should hold
 /// before it dies all the same: a lost request must not keep it, and the
 /// node hosting it, waiting forever.
 const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
 
-/// Calls on closed ports, and closing ports under waiting callers and
-/// receivers.
+/// Closing ports under waiting callers and receivers, and calls on closed ones.
 pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let mut answer = [0u8; 16];
@@ -257,8 +254,7 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
     tap.check_or_skip(&exiting, skipped, || exiting_process(kernel, me));
 }
 
-/// Runs a child `foreign` case against a descriptor and a queued one-way
-/// message of this process's private port.
+/// Against a descriptor and a queued one-way message of the private port.
 fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
     expect_zero(register(
         kernel,
@@ -315,8 +311,7 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         .map_err(|e| format!("query_port after the exit: {e}"))
 }
 
-/// Entry point of the RPC child processes: `args` are the child kind and
-/// its arguments. Returns the exit status, or `None` for another kind.
+/// The exit status, or `None` for another child kind.
 pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     // Registers a server child's port and tells the parent it is ready;

@@ -7,17 +7,13 @@ use super::*;
 const STORM_FIRST_PORT: u32 = 30;
 /// Request sizes of the storm, which each thread cycles through.
 const STORM_SIZES: [usize; 6] = [16, 100, 1000, 4096, 10000, STORM_MAX];
-/// Threads answering each node's storm port.
 const STORM_SERVERS: u32 = 2;
-/// Threads of each node multicasting to every node in a storm round.
 const STORM_MULTICASTERS: u32 = 2;
-/// Threads of each node calling every node in turn in a storm round.
 const STORM_CALLERS: u32 = 2;
-/// Requests each multicasting or calling storm thread makes per round.
+/// Per multicasting or calling thread and round.
 const STORM_REQUESTS: u64 = 12;
-/// Lookups of every node's port the storm's query thread makes per round.
+/// Per round, of every node's port.
 const STORM_QUERIES: u32 = 4;
-/// Pause between two lookups of the storm's query thread.
 const STORM_QUERY_PAUSE: Duration = Duration::from_millis(20);
 /// Longest a storm request may take: well under the kernel's 60 s RPC
 /// timeout, so that a request that got stuck shows as such even if it
@@ -28,23 +24,20 @@ const STORM_CALL_LIMIT: Duration = Duration::from_secs(20);
 /// the round for many RPC timeouts.
 const STORM_ROUND_LIMIT: Duration = Duration::from_secs(50);
 
-/// Port of storm round `round`: every round uses a port nobody used
-/// before, so that every client ring in it is used for the first time.
+/// Every round uses a port nobody used before, so that every client ring
+/// in it is used for the first time.
 pub(super) fn storm_port(round: u32) -> u32 {
     STORM_FIRST_PORT + round
 }
 
-/// Size of request `seq` of storm thread `thread`: the threads cycle
-/// through [`STORM_SIZES`] out of step, so that requests of different
-/// sizes meet in the rings from the first request on.
+/// The threads cycle through [`STORM_SIZES`] out of step, so that requests
+/// of different sizes meet in the rings from the first request on.
 fn storm_size(thread: u32, seq: u64) -> usize {
     STORM_SIZES[((seq + u64::from(thread)) % STORM_SIZES.len() as u64) as usize]
 }
 
-/// Request `seq` of storm thread `thread` of node `me` in round `round`:
-/// (node, thread, round, sequence), then pattern bytes, [`storm_size`]
-/// long; its [`transform`] differs from that of any other request, so a
-/// reply delivered to the wrong caller is caught.
+/// (node, thread, round, sequence), then pattern bytes: its [`transform`]
+/// differs from any other request's, so a misdelivered reply is caught.
 fn storm_request(me: u32, round: u32, thread: u32, seq: u64) -> Vec<u8> {
     let mut request = vec![0u8; storm_size(thread, seq)];
     let seq32 = u32::try_from(seq).unwrap_or(u32::MAX);
@@ -57,14 +50,12 @@ fn storm_request(me: u32, round: u32, thread: u32, seq: u64) -> Vec<u8> {
     request
 }
 
-/// The node calling storm thread `thread` (a calling one) sends request
-/// `seq` to: every node in turn, the threads out of step.
+/// Every node in turn, the threads out of step.
 fn storm_call_target(thread: u32, seq: u64, nodes: u32) -> u32 {
     1 + ((seq + u64::from(thread)) % u64::from(nodes)) as u32
 }
 
-/// Requests node `me`'s storm port gets in a round: every node's
-/// multicasts, and the calls every node's calling threads aim at it.
+/// Every node's multicasts, and the calls aimed at `me`.
 fn storm_requests_to(me: u32, nodes: u32) -> u64 {
     let calling = STORM_MULTICASTERS..STORM_MULTICASTERS + STORM_CALLERS;
     let calls = calling
@@ -74,7 +65,6 @@ fn storm_requests_to(me: u32, nodes: u32) -> u64 {
     u64::from(nodes) * (u64::from(STORM_MULTICASTERS) * STORM_REQUESTS + calls)
 }
 
-/// Passes when a request took at most [`STORM_CALL_LIMIT`].
 fn storm_in_time(took: Duration) -> Result<(), String> {
     let over = || format!("took {took:?}, over {STORM_CALL_LIMIT:?}");
     unless(took <= STORM_CALL_LIMIT, over)
@@ -172,8 +162,7 @@ fn storm_querier<K: Kernel>(
     Ok(())
 }
 
-/// Runs this node's storm threads, all released at the same instant; the
-/// failures of all of them.
+/// All released at the same instant.
 fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Result<(), String> {
     let port = storm_port(round);
     let senders = STORM_MULTICASTERS + STORM_CALLERS;
@@ -206,8 +195,7 @@ pub(super) fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node)
     Ok(())
 }
 
-/// One storm round on its fresh port: served by [`STORM_SERVERS`]
-/// threads on every node, stormed by every node at once, then closed.
+/// Served by [`STORM_SERVERS`] threads on every node, then closed.
 fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, round: u32) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let port = storm_port(round);
