@@ -510,7 +510,11 @@ pub fn qos_records(
         qos: qos.clone(),
         size,
         iters: l.count as u64,
-        latency: record::Spread::of(samples_us)?,
+        latency: record::Spread {
+            median: l.median,
+            p10: l.p10,
+            p90: l.p90,
+        },
         p99: p99(samples_us)?,
         min: l.min,
         max: l.max,

@@ -338,19 +338,32 @@ impl Command {
 impl fmt::Display for Command {
     /// Without the newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (line, keys) = match self {
-            Command::Defaults(keys) => ("limit default".to_string(), &keys[..]),
-            Command::User(uid, keys) => (format!("limit uid {uid}"), &keys[..]),
-            Command::UserDefault(uid) => (format!("limit uid {uid} default"), &[][..]),
+        let keys: &[(Resource, Limit)] = match self {
+            Command::Defaults(keys) => {
+                f.write_str("limit default")?;
+                keys
+            }
+            Command::User(uid, keys) => {
+                write!(f, "limit uid {uid}")?;
+                keys
+            }
+            Command::UserDefault(uid) => {
+                write!(f, "limit uid {uid} default")?;
+                &[]
+            }
             Command::NodeDefault(limit) => {
-                (format!("limit node default remote_memory={limit}"), &[][..])
+                write!(f, "limit node default remote_memory={limit}")?;
+                &[]
             }
             Command::Node(node, limit) => {
-                (format!("limit node {node} remote_memory={limit}"), &[][..])
+                write!(f, "limit node {node} remote_memory={limit}")?;
+                &[]
             }
-            Command::NodeReset(node) => (format!("limit node {node} default"), &[][..]),
+            Command::NodeReset(node) => {
+                write!(f, "limit node {node} default")?;
+                &[]
+            }
         };
-        f.write_str(&line)?;
         keys.iter()
             .try_for_each(|(r, limit)| write!(f, " {}={limit}", r.name()))
     }
